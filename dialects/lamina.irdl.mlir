@@ -1,0 +1,449 @@
+// The lamina tensor dialect: the single source of truth for op names, operands,
+// results and attributes. Loaded at import (lamina.dialect.load); Python builders
+// are derived from this file. Shape/dtype rules IRDL cannot state live in
+// python/lamina/dialect/infer.py, one rule per op.
+//
+// Every operand and result has its own constraint variable: IRDL unifies uses of one
+// variable, so sharing it would force equal types. Ops print in generic form.
+irdl.dialect @lamina {
+  // ---- Elementwise, unary: result has the operand's shape (and dtype, but for logical_not -> i1).
+  // neg(input), elementwise
+  irdl.operation @neg {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // abs(input), elementwise
+  irdl.operation @abs {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // exp(input), elementwise
+  irdl.operation @exp {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // log(input), elementwise
+  irdl.operation @log {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // log1p(input), elementwise
+  irdl.operation @log1p {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // expm1(input), elementwise
+  irdl.operation @expm1 {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // sin(input), elementwise
+  irdl.operation @sin {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // cos(input), elementwise
+  irdl.operation @cos {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // tanh(input), elementwise
+  irdl.operation @tanh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // sigmoid(input), elementwise
+  irdl.operation @sigmoid {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // relu(input), elementwise
+  irdl.operation @relu {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // erf(input), elementwise
+  irdl.operation @erf {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // sqrt(input), elementwise
+  irdl.operation @sqrt {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // rsqrt(input), elementwise
+  irdl.operation @rsqrt {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // reciprocal(input), elementwise
+  irdl.operation @reciprocal {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // floor(input), elementwise
+  irdl.operation @floor {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // ceil(input), elementwise
+  irdl.operation @ceil {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // logical_not(input), elementwise
+  irdl.operation @logical_not {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // gelu(input); approximate = "none" (erf form) | "tanh"
+  irdl.operation @gelu {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %approximate_attr = irdl.base "#builtin.string"
+    irdl.attributes { "approximate" = %approximate_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // ---- Elementwise, binary: numpy broadcasting, torch type promotion (rank-0 operands only promote across categories).
+  // add(lhs, rhs), elementwise with broadcasting
+  irdl.operation @add {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // sub(lhs, rhs), elementwise with broadcasting
+  irdl.operation @sub {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // mul(lhs, rhs), elementwise with broadcasting
+  irdl.operation @mul {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // div(lhs, rhs), elementwise with broadcasting
+  irdl.operation @div {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // pow(lhs, rhs), elementwise with broadcasting
+  irdl.operation @pow {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // maximum(lhs, rhs), elementwise with broadcasting
+  irdl.operation @maximum {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // minimum(lhs, rhs), elementwise with broadcasting
+  irdl.operation @minimum {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // eq(lhs, rhs), elementwise with broadcasting
+  irdl.operation @eq {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // ne(lhs, rhs), elementwise with broadcasting
+  irdl.operation @ne {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // lt(lhs, rhs), elementwise with broadcasting
+  irdl.operation @lt {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // le(lhs, rhs), elementwise with broadcasting
+  irdl.operation @le {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // gt(lhs, rhs), elementwise with broadcasting
+  irdl.operation @gt {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // ge(lhs, rhs), elementwise with broadcasting
+  irdl.operation @ge {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // logical_and(lhs, rhs), elementwise with broadcasting
+  irdl.operation @logical_and {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // logical_or(lhs, rhs), elementwise with broadcasting
+  irdl.operation @logical_or {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // logical_xor(lhs, rhs), elementwise with broadcasting
+  irdl.operation @logical_xor {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // where(condition, lhs, rhs): condition ? lhs : rhs, broadcast over all three
+  irdl.operation @where {
+    %condition = irdl.base "!builtin.tensor"
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(condition: %condition, lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // cast(input) to the result's element type (torch conversion semantics)
+  irdl.operation @cast {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // ---- Sources.
+  // a constant tensor (scalars are rank-0, full() is a splat)
+  irdl.operation @constant {
+    %result = irdl.base "!builtin.tensor"
+    %value_attr = irdl.base "#builtin.dense_int_or_fp_elements"
+    irdl.attributes { "value" = %value_attr }
+    irdl.results(result: %result)
+  }
+  // iota: a rank-1 tensor [0, 1, ..., N-1] of the result's element type
+  irdl.operation @iota {
+    %result = irdl.base "!builtin.tensor"
+    irdl.results(result: %result)
+  }
+  // ---- Reductions over `dims` (sorted, non-negative); keepdim keeps them as size 1.
+  // reduce_sum(input) over dims
+  irdl.operation @reduce_sum {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dims_attr = irdl.base "#builtin.dense_array"
+    %keepdim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dims" = %dims_attr, "keepdim" = %keepdim_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // reduce_mean(input) over dims
+  irdl.operation @reduce_mean {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dims_attr = irdl.base "#builtin.dense_array"
+    %keepdim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dims" = %dims_attr, "keepdim" = %keepdim_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // reduce_max(input) over dims
+  irdl.operation @reduce_max {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dims_attr = irdl.base "#builtin.dense_array"
+    %keepdim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dims" = %dims_attr, "keepdim" = %keepdim_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // reduce_min(input) over dims
+  irdl.operation @reduce_min {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dims_attr = irdl.base "#builtin.dense_array"
+    %keepdim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dims" = %dims_attr, "keepdim" = %keepdim_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // reduce_prod(input) over dims
+  irdl.operation @reduce_prod {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dims_attr = irdl.base "#builtin.dense_array"
+    %keepdim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dims" = %dims_attr, "keepdim" = %keepdim_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // variance over dims with Bessel-style `correction` (0 = population)
+  irdl.operation @var {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dims_attr = irdl.base "#builtin.dense_array"
+    %keepdim_attr = irdl.base "#builtin.integer"
+    %correction_attr = irdl.base "#builtin.float"
+    irdl.attributes { "dims" = %dims_attr, "keepdim" = %keepdim_attr, "correction" = %correction_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // ---- Contraction.
+  // matmul(lhs, rhs): [..., M, K] x [..., K, N] -> [..., M, N], batch dims broadcast; both rank >= 2
+  irdl.operation @matmul {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // ---- Data movement (value semantics: no aliasing at this level).
+  // reshape(input) to the result type's shape (same number of elements)
+  irdl.operation @reshape {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // broadcast_to(input): numpy broadcasting to the result type's shape
+  irdl.operation @broadcast_to {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // transpose(input): result dim i = input dim perm[i]
+  irdl.operation @transpose {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %perm_attr = irdl.base "#builtin.dense_array"
+    irdl.attributes { "perm" = %perm_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // slice(input) along dim: start, end (exclusive, clamped), step > 0
+  irdl.operation @slice {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dim_attr = irdl.base "#builtin.integer"
+    %start_attr = irdl.base "#builtin.integer"
+    %end_attr = irdl.base "#builtin.integer"
+    %step_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dim" = %dim_attr, "start" = %start_attr, "end" = %end_attr, "step" = %step_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // concat(lhs, rhs) along dim (binary: IRDL variadics must share one type)
+  irdl.operation @concat {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dim" = %dim_attr }
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // index_select(input, index): result = input with `dim` replaced by index's shape (embedding)
+  irdl.operation @index_select {
+    %input = irdl.base "!builtin.tensor"
+    %index = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dim" = %dim_attr }
+    irdl.operands(input: %input, index: %index)
+    irdl.results(result: %result)
+  }
+  // ---- Composite ops, decomposed by lamina-decompose before lowering.
+  // softmax(input) along dim
+  irdl.operation @softmax {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dim" = %dim_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // log_softmax(input) along dim
+  irdl.operation @log_softmax {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dim_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dim" = %dim_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+}

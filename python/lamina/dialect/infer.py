@@ -1,0 +1,253 @@
+"""Shape and dtype rules of the lamina ops: the one Python place per op.
+
+IRDL (dialects/lamina.irdl.mlir) states op names, operands and attributes; what it
+cannot state lives here. `infer_result_type(op_name, operand_types, attrs)` gives the
+result type of an op from its operands and its attributes as Python values; ops whose
+result is chosen by the builder (reshape, broadcast_to, cast, constant, iota) take
+it from the caller and are checked instead by `check_result_type`.
+
+Dynamic dims are `None` in shapes (`?` in types) and flow through every rule.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from mlir import ir
+
+from . import types as T
+
+Shape = list  # list[int | None]
+
+
+class ShapeError(ValueError):
+    """Operands or attributes that no lamina op accepts."""
+
+
+_RULES: dict[str, Callable] = {}
+
+UNARY_OPS = ("neg", "abs", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "relu",
+             "erf", "sqrt", "rsqrt", "reciprocal", "floor", "ceil", "gelu")
+FLOAT_ONLY_UNARY = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf", "sqrt",
+                    "rsqrt", "reciprocal", "gelu")
+ARITH_BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
+COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
+LOGICAL_BINARY_OPS = ("logical_and", "logical_or", "logical_xor")
+REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "var")
+RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota")
+
+
+def rule(*names):
+    def register(fn):
+        for n in names:
+            _RULES[n] = fn
+        return fn
+    return register
+
+
+def infer_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict) -> ir.Type:
+    """Result type of `lamina.<op_name>`; raises ShapeError on bad operands."""
+    if op_name in RESULT_GIVEN_OPS:
+        raise ShapeError(f"lamina.{op_name} needs an explicit result type")
+    try:
+        fn = _RULES[op_name]
+    except KeyError:
+        raise ShapeError(f"no shape rule for lamina.{op_name}") from None
+    return fn(op_name, [ir.RankedTensorType(t) for t in operand_types], attrs)
+
+
+# ---- helpers -----------------------------------------------------------------
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """numpy/torch broadcasting; None is a dynamic size."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: Shape = []
+    for i in range(rank):
+        size = 1
+        for s in shapes:
+            j = i - (rank - len(s))
+            if j < 0:
+                continue
+            d = s[j]
+            if d == 1:
+                continue
+            if size == 1:
+                size = d
+            elif d is None or size is None:
+                size = size if d is None else d
+            elif d != size:
+                raise ShapeError(f"shapes {[list(x) for x in shapes]} do not broadcast (dim {i}: {size} vs {d})")
+        out.append(size)
+    return out
+
+
+def normalize_dim(dim: int, rank: int) -> int:
+    if not -max(rank, 1) <= dim < max(rank, 1):
+        raise ShapeError(f"dim {dim} out of range for rank {rank}")
+    return dim % max(rank, 1)
+
+
+def _elem_rank(t: ir.RankedTensorType):
+    return (t.element_type, t.rank)
+
+
+# ---- rules ---------------------------------------------------------------------
+
+@rule(*UNARY_OPS)
+def _unary(name, ts, attrs):
+    (t,) = ts
+    if name in FLOAT_ONLY_UNARY and not T.is_float(t.element_type):
+        raise ShapeError(f"lamina.{name} needs a float operand, got {t}")
+    return t
+
+
+@rule("logical_not")
+def _logical_not(name, ts, attrs):
+    return T.tensor_type(T.shape_of(ts[0]), "i1")
+
+
+@rule(*ARITH_BINARY_OPS)
+def _arith_binary(name, ts, attrs):
+    shape = broadcast_shapes(T.shape_of(ts[0]), T.shape_of(ts[1]))
+    elem = T.promote([_elem_rank(t) for t in ts])
+    if name == "div" and not T.is_float(elem):
+        elem = T.element_type("f32")  # true division, as aten.div.Tensor
+    return T.tensor_type(shape, elem)
+
+
+@rule(*COMPARE_OPS, *LOGICAL_BINARY_OPS)
+def _predicate_binary(name, ts, attrs):
+    return T.tensor_type(broadcast_shapes(T.shape_of(ts[0]), T.shape_of(ts[1])), "i1")
+
+
+@rule("where")
+def _where(name, ts, attrs):
+    cond, a, b = ts
+    if not T.is_bool(cond.element_type):
+        raise ShapeError(f"lamina.where condition must be i1, got {cond}")
+    shape = broadcast_shapes(T.shape_of(cond), T.shape_of(a), T.shape_of(b))
+    return T.tensor_type(shape, T.promote([_elem_rank(a), _elem_rank(b)]))
+
+
+@rule(*REDUCE_OPS)
+def _reduce(name, ts, attrs):
+    (t,) = ts
+    shape = T.shape_of(t)
+    dims = sorted({normalize_dim(d, len(shape)) for d in attrs["dims"]}) if len(shape) else []
+    keepdim = bool(attrs["keepdim"])
+    out = [1 if i in dims else s for i, s in enumerate(shape) if keepdim or i not in dims]
+    elem = t.element_type
+    if name in ("reduce_mean", "var") and not T.is_float(elem):
+        raise ShapeError(f"lamina.{name} needs a float operand, got {t}")
+    if name in ("reduce_sum", "reduce_prod") and (T.is_bool(elem) or T.is_integer(elem)):
+        elem = T.element_type("i64")  # torch sums/prods integers and bools in int64
+    return T.tensor_type(out, elem)
+
+
+@rule("matmul")
+def _matmul(name, ts, attrs):
+    a, b = ts
+    if a.rank < 2 or b.rank < 2:
+        raise ShapeError(f"lamina.matmul needs rank >= 2 operands, got {a} and {b}")
+    sa, sb = T.shape_of(a), T.shape_of(b)
+    if sa[-1] is not None and sb[-2] is not None and sa[-1] != sb[-2]:
+        raise ShapeError(f"lamina.matmul contraction sizes differ: {a} x {b}")
+    if str(a.element_type) != str(b.element_type):
+        raise ShapeError(f"lamina.matmul operands must share an element type: {a} x {b}")
+    batch = broadcast_shapes(sa[:-2], sb[:-2])
+    return T.tensor_type(batch + [sa[-2], sb[-1]], a.element_type)
+
+
+@rule("transpose")
+def _transpose(name, ts, attrs):
+    (t,) = ts
+    perm = [int(p) for p in attrs["perm"]]
+    if sorted(perm) != list(range(t.rank)):
+        raise ShapeError(f"lamina.transpose perm {perm} is not a permutation of rank {t.rank}")
+    shape = T.shape_of(t)
+    return T.tensor_type([shape[p] for p in perm], t.element_type)
+
+
+def slice_size(size, start: int, end: int, step: int):
+    """Number of elements of input[start:end:step] along one dim (start/end normalized here)."""
+    if size is None:
+        return None
+    start = min(max(start + size if start < 0 else start, 0), size)
+    end = min(max(end + size if end < 0 else end, 0), size)
+    return max(0, (end - start + step - 1) // step)
+
+
+@rule("slice")
+def _slice(name, ts, attrs):
+    (t,) = ts
+    shape = T.shape_of(t)
+    dim = normalize_dim(attrs["dim"], t.rank)
+    if attrs["step"] <= 0:
+        raise ShapeError("lamina.slice needs step > 0")
+    shape[dim] = slice_size(shape[dim], attrs["start"], attrs["end"], attrs["step"])
+    return T.tensor_type(shape, t.element_type)
+
+
+@rule("concat")
+def _concat(name, ts, attrs):
+    a, b = ts
+    if a.rank != b.rank or str(a.element_type) != str(b.element_type):
+        raise ShapeError(f"lamina.concat operands differ in rank or dtype: {a}, {b}")
+    dim = normalize_dim(attrs["dim"], a.rank)
+    sa, sb = T.shape_of(a), T.shape_of(b)
+    for i, (x, y) in enumerate(zip(sa, sb)):
+        if i != dim and x is not None and y is not None and x != y:
+            raise ShapeError(f"lamina.concat sizes differ outside dim {dim}: {a}, {b}")
+    sa[dim] = None if sa[dim] is None or sb[dim] is None else sa[dim] + sb[dim]
+    return T.tensor_type(sa, a.element_type)
+
+
+@rule("index_select")
+def _index_select(name, ts, attrs):
+    t, idx = ts
+    if not T.is_integer(idx.element_type):
+        raise ShapeError(f"lamina.index_select index must be an integer tensor, got {idx}")
+    dim = normalize_dim(attrs["dim"], t.rank)
+    shape = T.shape_of(t)
+    return T.tensor_type(shape[:dim] + T.shape_of(idx) + shape[dim + 1:], t.element_type)
+
+
+@rule("softmax", "log_softmax")
+def _softmax(name, ts, attrs):
+    (t,) = ts
+    normalize_dim(attrs["dim"], t.rank)
+    if not T.is_float(t.element_type):
+        raise ShapeError(f"lamina.{name} needs a float operand, got {t}")
+    return t
+
+
+# ---- checks for ops whose result type the builder chooses -------------------------
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        if s is None:
+            return None
+        n *= s
+    return n
+
+
+def check_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict, result: ir.Type) -> None:
+    """Raise ShapeError when `result` is not a valid result type of the op."""
+    r = ir.RankedTensorType(result)
+    if op_name in RESULT_GIVEN_OPS:
+        if op_name == "reshape":
+            a, b = _numel(T.shape_of(operand_types[0])), _numel(T.shape_of(r))
+            if a is not None and b is not None and a != b:
+                raise ShapeError(f"lamina.reshape changes the element count: {operand_types[0]} -> {r}")
+        elif op_name == "broadcast_to":
+            src = T.shape_of(operand_types[0])
+            if broadcast_shapes(src, T.shape_of(r)) != T.shape_of(r) and None not in T.shape_of(r):
+                raise ShapeError(f"lamina.broadcast_to: {operand_types[0]} does not broadcast to {r}")
+        elif op_name == "iota" and r.rank != 1:
+            raise ShapeError("lamina.iota result must be rank 1")
+        if op_name in ("reshape", "broadcast_to") and str(r.element_type) != str(ir.RankedTensorType(operand_types[0]).element_type):
+            raise ShapeError(f"lamina.{op_name} cannot change the element type")
+        return
+    expected = infer_result_type(op_name, operand_types, attrs)
+    if expected != r:
+        raise ShapeError(f"lamina.{op_name}: result type {r} differs from the inferred {expected}")

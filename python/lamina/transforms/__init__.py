@@ -1,0 +1,1 @@
+"""Graph-level (L1) and fusion (L2) passes on the lamina dialect. See registry.py."""
