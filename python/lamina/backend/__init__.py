@@ -1,0 +1,37 @@
+"""The torch.compile backend: `torch.compile(model, backend="lamina", options={...})`.
+
+Registered through the `torch_dynamo_backends` entry point, so no import is needed.
+TorchDynamo's FX graph goes through AOTAutograd with core-ATen decompositions; the
+forward and backward ATen graphs are each compiled by backend/compile_fx.py.
+
+    lamina.backend.last_report()   # the record of the most recent compiled graph
+    lamina.backend.reports()       # all of them (also appended to LAMINA_REPORT)
+"""
+from __future__ import annotations
+
+import functools
+
+from .errors import LaminaCompileError, LaminaError, LaminaFallbackWarning, LaminaUnsupportedError  # noqa: F401
+from .options import Options
+from .report import clear_reports, last_report, reports  # noqa: F401
+
+
+def _fx_compiler(kind: str, options: Options):
+    def compile_(gm, example_inputs):
+        from functorch.compile import make_boxed_func
+
+        from .compile_fx import compile_fx
+
+        return make_boxed_func(compile_fx(gm, example_inputs, options, kind=kind))
+    return compile_
+
+
+def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
+    """The TorchDynamo backend function."""
+    from torch._decomp import core_aten_decompositions
+    from torch._dynamo.backends.common import aot_autograd
+
+    opts = Options.resolve({**(options or {}), **kwargs})
+    backend = aot_autograd(fw_compiler=_fx_compiler("forward", opts), bw_compiler=_fx_compiler("backward", opts),
+                           decompositions=core_aten_decompositions())
+    return backend(gm, example_inputs)

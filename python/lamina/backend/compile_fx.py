@@ -1,0 +1,164 @@
+"""Compile one ATen FX graph (from AOTAutograd) with lamina, falling back op by op.
+
+1. Ask the importer which nodes it cannot convert.
+2. None: import, compile (lamina.pipeline) and run the whole graph as lamina kernels.
+3. Some: strict mode raises an error naming the first op and its source line; otherwise
+   one warning names them, CapabilityBasedPartitioner splits the graph, each supported
+   partition is compiled as in 2, and torch.fx runs the rest eagerly.
+4. A partition whose compile fails falls back to eager with a warning (strict: raises).
+Every graph leaves one report record (backend/report.py).
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+import time
+import warnings
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+from .. import dialect
+from ..importer import LaminaOperatorSupport, import_graph, source_line, unsupported_nodes
+from ..pipeline import compile_module
+from . import report
+from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaUnsupportedError
+from .options import Options
+
+_graph_ids = itertools.count()
+_warned: set = set()
+
+
+def _aten_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
+
+
+def _op_name(node: torch.fx.Node) -> str:
+    return str(node.target)
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, LaminaFallbackWarning, stacklevel=3)
+
+
+def _strided_placeholders(gm: torch.fx.GraphModule) -> set[int]:
+    strided = set()
+    for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+        val = n.meta.get("val")
+        if isinstance(val, torch.Tensor) and not val.is_contiguous():
+            strided.add(i)
+    return strided
+
+
+class _CompiledCallable:
+    """What replaces an FX (sub)graph: calls the CompiledGraph, keeps the output structure."""
+
+    def __init__(self, compiled, single_output: bool):
+        self.compiled = compiled
+        self.single_output = single_output
+
+    def __call__(self, *args):
+        outs = self.compiled(*args)
+        return outs[0] if self.single_output else tuple(outs)
+
+
+def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
+    """Import and compile a fully supported graph; returns (callable, CompileResult)."""
+    ctx = dialect.make_context()
+    with ctx:
+        imported = import_graph(gm, ctx, name=name)
+        result = compile_module(imported.module, target=options.target,
+                                strided_args=_strided_placeholders(gm), dump_dir=options.dump_ir)
+    result.compiled._mlir_context = ctx  # the JIT module lives in this context
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    single = not isinstance(output.args[0], (tuple, list))
+    return _CompiledCallable(result.compiled, single), result
+
+
+def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str = "forward"):
+    """A callable equivalent to `gm` (args -> outputs), with as much of it compiled as possible."""
+    t0 = time.perf_counter()
+    name = f"graph_{next(_graph_ids)}_{kind}"
+    all_ops = _aten_nodes(gm)
+    entry = {"graph": name, "target": options.target, "ops_total": len(all_ops), "ops_compiled": 0,
+             "fallback_ops": [], "kernels": 0, "compile_s": 0.0, "partitions": 0}
+    bad = unsupported_nodes(gm)
+    if bad:
+        names = sorted({_op_name(n) for n, _ in bad})
+        if options.strict:
+            node, reason = bad[0]
+            raise LaminaUnsupportedError(
+                f"lamina (strict): {_op_name(node)} is not supported ({reason}), at {source_line(node)}; "
+                f"all unsupported ops in {name}: {', '.join(names)}")
+        _warn_once(f"lamina: running {', '.join(names)} eagerly (not supported by lamina); "
+                   "the rest of the graph is compiled. Set LAMINA_STRICT=1 to make this an error.")
+        runnable = _compile_partitions(gm, name, options, entry)
+    else:
+        runnable = _compile_whole(gm, name, options, entry)
+    entry["compile_s"] = round(time.perf_counter() - t0, 4)
+    entry["fallback_ops"] = sorted(set(entry["fallback_ops"]))
+    report.record(entry, options.report)
+    return runnable
+
+
+def _compile_whole(gm, name, options, entry):
+    try:
+        fn, result = compile_graph_module(gm, name, options)
+    except Exception as e:  # noqa: BLE001 - a failed compile must not break the user's program
+        return _compile_failed(gm, name, options, entry, e)
+    entry["ops_compiled"] = entry["ops_total"]
+    entry["kernels"] = result.compiled.num_kernels
+    entry["partitions"] = 1
+    entry["stage_s"] = {k: round(v, 4) for k, v in result.stage_seconds.items()}
+    return fn
+
+
+def _compile_failed(gm, name, options, entry, error):
+    if options.strict:
+        raise LaminaCompileError(f"lamina (strict): compiling {name} failed: {type(error).__name__}: {error}") from error
+    _warn_once(f"lamina: compiling {name} failed ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
+               "running it eagerly. Set LAMINA_STRICT=1 to make this an error.")
+    entry["fallback_ops"] += [_op_name(n) for n in _aten_nodes(gm)]
+    entry["error"] = f"{type(error).__name__}: {error}"
+    return gm
+
+
+def _compile_partitions(gm, name, options, entry):
+    partitioner = CapabilityBasedPartitioner(gm, LaminaOperatorSupport(), allows_single_node_partition=True)
+    partitions = partitioner.propose_partitions()
+    fused = partitioner.fuse_partitions(partitions)
+    compiled_ops = 0
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not node.target.startswith("fused_"):
+            continue
+        sub = getattr(fused, node.target)
+        sub_name = f"{name}_{node.target}"
+        sub_ops = _aten_nodes(sub)
+        try:
+            fn, result = compile_graph_module(sub, sub_name, options)
+        except Exception as e:  # noqa: BLE001
+            if options.strict:
+                raise LaminaCompileError(f"lamina (strict): compiling {sub_name} failed: {type(e).__name__}: {e}") from e
+            _warn_once(f"lamina: compiling {sub_name} failed ({type(e).__name__}); running it eagerly.")
+            entry["fallback_ops"] += [_op_name(n) for n in sub_ops]
+            continue
+        setattr(fused, node.target, _ModuleWrapper(fn))
+        compiled_ops += len(sub_ops)
+        entry["kernels"] += result.compiled.num_kernels
+        entry["partitions"] += 1
+    entry["ops_compiled"] = compiled_ops
+    in_partition = {n.name for p in partitions for n in p.nodes}
+    entry["fallback_ops"] += [_op_name(n) for n in _aten_nodes(gm) if n.name not in in_partition]
+    fused.recompile()
+    return fused
+
+
+class _ModuleWrapper(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)

@@ -1,0 +1,36 @@
+"""Backend options: `torch.compile(..., options={...})` merged over environment variables.
+
+    strict   (LAMINA_STRICT=1)        unsupported ops / failed compiles raise instead of falling back
+    target   (LAMINA_TARGET, "cpu")   code generator (lamina.codegen.target)
+    report   (LAMINA_REPORT=<file>)   append one JSON line per compiled graph
+    dump_ir  (LAMINA_DUMP_IR=<dir>)   write the IR after every stage
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class Options:
+    strict: bool = False
+    target: str = "cpu"
+    report: str | None = None
+    dump_ir: str | None = None
+
+    @classmethod
+    def resolve(cls, options: dict | None) -> "Options":
+        opts = cls(strict=_env_flag("LAMINA_STRICT"),
+                   target=os.environ.get("LAMINA_TARGET", "cpu"),
+                   report=os.environ.get("LAMINA_REPORT") or None,
+                   dump_ir=os.environ.get("LAMINA_DUMP_IR") or None)
+        known = {f.name for f in fields(cls)}
+        for key, value in (options or {}).items():
+            if key not in known:
+                raise ValueError(f"unknown lamina option {key!r}; known: {', '.join(sorted(known))}")
+            setattr(opts, key, value)
+        return opts

@@ -1,0 +1,33 @@
+"""One record per compiled FX graph: what ran compiled, what fell back, how long it took.
+
+Records are kept in memory (`reports()`, `last_report()`) and, when the `report`
+option / LAMINA_REPORT names a file, appended to it as JSON lines.
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+_LOCK = threading.Lock()
+_REPORTS: list[dict] = []
+
+
+def record(entry: dict, path: str | None) -> None:
+    with _LOCK:
+        _REPORTS.append(entry)
+        if path:
+            with open(path, "a") as f:
+                f.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
+def reports() -> list[dict]:
+    """Every report of this process, oldest first."""
+    return list(_REPORTS)
+
+
+def last_report() -> dict | None:
+    return _REPORTS[-1] if _REPORTS else None
+
+
+def clear_reports() -> None:
+    _REPORTS.clear()

@@ -1,0 +1,98 @@
+"""The compilation pipeline, as numbered stages over one mlir.ir.Module.
+
+    1. graph     (L1) lamina-canonicalize, lamina-fold-constants, lamina-cse, lamina-dce
+    2. fuse      (L2) lamina-fuse: `lamina.kernel = N` on every op (user labels win)
+    3. outline   (L2) lamina-outline-kernels: one func per kernel, calls in the graph func;
+                      the launch plan is read off the graph func here
+    4. linalg    (L3) lamina-to-linalg (with lamina-decompose): kernels on linalg tensors
+    5. abi       (L4) lamina-kernel-abi: destination-passing memref kernels
+    6. target    (L5) the target's lowering (CPU: passes/cpu.pipeline -> LLVM dialect)
+    7. load           the target compiles the module (CPU: ExecutionEngine)
+
+`compile_module(module, ...)` runs them and returns a runtime.CompiledGraph. Set
+LAMINA_DUMP_IR=<dir> (or dump_dir=) to write the module after every stage as
+<dir>/<graph>.<N>-<stage>.mlir, so any level can be read, edited and replayed with
+`lamina-opt`.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlir import ir
+
+from .codegen.target import get_target
+from .runtime.compiled_graph import CompiledGraph, extract_launch_plan
+from .transforms.registry import run_pass
+
+GRAPH_PASSES = ("lamina-canonicalize", "lamina-fold-constants", "lamina-cse", "lamina-dce")
+
+
+@dataclass
+class CompileResult:
+    compiled: CompiledGraph
+    stage_seconds: dict = field(default_factory=dict)
+    stage_ir: dict = field(default_factory=dict)   # stage -> IR text (when keep_ir)
+
+
+def graph_function(module: ir.Module):
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    graphs = [f for f in funcs if "lamina.graph" in f.attributes]
+    if len(graphs) != 1:
+        raise ValueError(f"expected exactly one func.func with `lamina.graph`, found {len(graphs)}")
+    return graphs[0]
+
+
+def run_graph_passes(module: ir.Module) -> None:
+    try:
+        from .transforms.graph_pipeline import run_graph_passes as run
+    except ImportError:
+        for name in GRAPH_PASSES:
+            run_pass(name, module)
+        return
+    run(module)
+
+
+def compile_module(module: ir.Module, *, target: str = "cpu", strided_args=frozenset(),
+                   dump_dir: str | None = None, keep_ir: bool = False) -> CompileResult:
+    """Compile a module holding one lamina graph function into a CompiledGraph."""
+    tgt = get_target(target)
+    dump_dir = dump_dir or os.environ.get("LAMINA_DUMP_IR")
+    result = CompileResult(compiled=None)
+    graph_name = ir.StringAttr(graph_function(module).attributes["sym_name"]).value
+    counter = [0]
+
+    def stage(name, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        result.stage_seconds[name] = time.perf_counter() - t0
+        counter[0] += 1
+        if keep_ir or dump_dir:
+            text = str(module)
+            if keep_ir:
+                result.stage_ir[name] = text
+            if dump_dir:
+                Path(dump_dir).mkdir(parents=True, exist_ok=True)
+                (Path(dump_dir) / f"{graph_name}.{counter[0]}-{name}.mlir").write_text(text)
+        return out
+
+    if keep_ir or dump_dir:
+        result.stage_ir["import"] = str(module) if keep_ir else None
+        if dump_dir:
+            Path(dump_dir).mkdir(parents=True, exist_ok=True)
+            (Path(dump_dir) / f"{graph_name}.0-import.mlir").write_text(str(module))
+    stage("graph", lambda: run_graph_passes(module))
+    stage("fuse", lambda: run_pass("lamina-fuse", module))
+    stage("outline", lambda: run_pass("lamina-outline-kernels", module))
+    graph = graph_function(module)
+    plan = extract_launch_plan(graph, set(strided_args))
+    graph.operation.erase()  # the runtime executes the plan; kernels are what gets compiled
+    stage("linalg", lambda: run_pass("lamina-to-linalg", module))
+    stage("abi", lambda: run_pass("lamina-kernel-abi", module))
+    stage("target", lambda: tgt.lower(module))
+    library = stage("load", lambda: tgt.load(module))
+    result.compiled = CompiledGraph(plan, library, device=tgt.device)
+    result.compiled.launch_plan_text = plan.describe()
+    return result

@@ -1,0 +1,115 @@
+"""lamina-fuse (L2): decide which lamina ops run together in one kernel.
+
+The decision is recorded, not hidden: every lamina op of a graph function gets
+`lamina.kernel = N : i64`, and lamina-outline-kernels turns each N into a function.
+Ops that already carry `lamina.kernel` keep it (a user can edit the IR to override the
+heuristic and replay the rest of the pipeline); unlabelled ops then join the kernel of
+the op before them.
+
+Heuristic (v1, deliberately simple and always legal): walk the ops in program order
+and cut a new kernel
+  * at every contraction (matmul), so each matmul anchors a kernel with its epilogue;
+  * at a reduction when the current kernel already holds a contraction, so matmul
+    epilogues stay pointwise and reductions (softmax, norms) get kernels of their own.
+Kernels are contiguous runs of a topologically ordered block, so the kernel graph is
+acyclic by construction. Constants are not grouped (outlining clones them into every
+kernel that uses them) unless the graph returns one directly.
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from ..dialect import infer
+from .registry import register_pass
+
+KERNEL_ATTR = "lamina.kernel"
+KIND_ATTR = "lamina.kernel_kind"
+
+CONTRACTION_OPS = {"matmul"}
+REDUCTION_OPS = set(infer.REDUCE_OPS) | {"softmax", "log_softmax"}
+DATA_MOVEMENT_OPS = {"reshape", "transpose", "slice", "concat", "index_select", "broadcast_to"}
+
+
+def op_kind(op_name: str) -> str:
+    """'contraction' | 'reduction' | 'data_movement' | 'pointwise' for a lamina op name."""
+    name = op_name.removeprefix("lamina.")
+    if name in CONTRACTION_OPS:
+        return "contraction"
+    if name in REDUCTION_OPS:
+        return "reduction"
+    if name in DATA_MOVEMENT_OPS:
+        return "data_movement"
+    return "pointwise"
+
+
+def kernel_kind(op_names) -> str:
+    """A kernel's kind: its heaviest op's kind."""
+    kinds = {op_kind(n) for n in op_names if n != "lamina.constant"}
+    for kind in ("contraction", "reduction", "pointwise", "data_movement"):
+        if kind in kinds:
+            return kind
+    return "data_movement"  # only constants
+
+
+def graph_functions(module: ir.Module):
+    """The func.func ops to fuse: those with `lamina.graph`, else every func without `lamina.kernel`."""
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    graphs = [f for f in funcs if "lamina.graph" in f.attributes]
+    return graphs or [f for f in funcs if KERNEL_ATTR not in f.attributes]
+
+
+def lamina_ops(func_op) -> list[ir.Operation]:
+    return [op.operation for op in func_op.regions[0].blocks[0].operations if op.operation.name.startswith("lamina.")]
+
+
+def _returned_directly(op: ir.Operation) -> bool:
+    return any(not use.owner.name.startswith("lamina.") for r in op.results for use in r.uses)
+
+
+def _kernel_id(op: ir.Operation) -> int | None:
+    if KERNEL_ATTR in op.attributes:
+        return int(ir.IntegerAttr(op.attributes[KERNEL_ATTR]).value)
+    return None
+
+
+def _set_kernel(op: ir.Operation, kernel: int) -> None:
+    op.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kernel)
+
+
+def fuse_function(func_op) -> int:
+    """Label the lamina ops of one function; returns the number of kernels."""
+    ops = lamina_ops(func_op)
+    groupable = [op for op in ops if op.name != "lamina.constant" or _returned_directly(op)]
+    if any(_kernel_id(op) is not None for op in ops):
+        return _complete_user_labels(groupable)
+    kernel, has_contraction, started = 0, False, False
+    for op in groupable:
+        kind = op_kind(op.name)
+        cut = kind == "contraction" or (kind == "reduction" and has_contraction)
+        if started and cut:
+            kernel += 1
+            has_contraction = False
+        started = True
+        has_contraction |= kind == "contraction"
+        _set_kernel(op, kernel)
+    return kernel + 1 if started else 0
+
+
+def _complete_user_labels(ops: list[ir.Operation]) -> int:
+    previous = None
+    labels = set()
+    for op in ops:
+        k = _kernel_id(op)
+        if k is None:
+            k = previous if previous is not None else 0
+            _set_kernel(op, k)
+        labels.add(k)
+        previous = k
+    return len(labels)
+
+
+@register_pass("lamina-fuse", level="L2",
+               description="group lamina ops into kernels, recorded as `lamina.kernel = N` on each op (existing labels win)")
+def fuse(module: ir.Module, **options) -> None:
+    for func_op in graph_functions(module):
+        fuse_function(func_op)
