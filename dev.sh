@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# lamina's two entry points, set-up included (see README.md):
+#   ./dev.sh demo   compile a GPT-style block with lamina, check it against eager, show timings and stages
+#   ./dev.sh test   run every test: lit (FileCheck IR tests) and pytest (e2e numerics)
+# Uses the active virtualenv if there is one, else creates .venv/ here. Installs lamina
+# (editable) with its test extras the first time, or again when pyproject.toml changes.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [[ -n "${VIRTUAL_ENV:-}" ]]; then
+  PY="$VIRTUAL_ENV/bin/python"
+else
+  [[ -x .venv/bin/python ]] || python3 -m venv .venv
+  PY=.venv/bin/python
+fi
+
+stamp="$("$PY" -c 'import sys; print(sys.prefix)')/.lamina-installed"
+if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" || setup.py -nt "$stamp" ]]; then
+  # Install torch first, pinned, so pip does not resolve `torch>=2.5` to a CUDA build
+  # (on the project's CPU machines `torch==2.13.0` is a local CPU wheel).
+  "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "${LAMINA_TORCH_SPEC:-torch==2.13.0}"
+  "$PY" -m pip install -q -e ".[test]"
+  touch "$stamp"
+fi
+
+case "${1:-}" in
+  demo) shift; exec "$PY" -m lamina.demo "$@" ;;
+  test) shift
+        "$PY" -m lit -sv test
+        exec "$PY" -m pytest -q -p no:cacheprovider test/python "$@" ;;
+  *) echo "usage: ./dev.sh demo | ./dev.sh test" >&2; exit 2 ;;
+esac

@@ -1,0 +1,1 @@
+"""Reference models and helpers shared by the demo, the tests and the benchmarks."""

@@ -1,0 +1,64 @@
+"""Unsupported ops run eagerly with one warning naming them; strict mode raises instead."""
+import json
+import warnings
+
+import pytest
+import torch
+
+import lamina.backend
+from lamina.backend import LaminaFallbackWarning
+
+
+def with_cumsum(x):
+    # aten.cumsum has no lamina lowering: it must run eagerly between two compiled parts.
+    return torch.cumsum(torch.sin(x) * 2.0, dim=1) + torch.cos(x)
+
+
+def test_unsupported_op_falls_back_with_a_warning(tmp_path, monkeypatch):
+    report_file = tmp_path / "report.jsonl"
+    monkeypatch.setenv("LAMINA_REPORT", str(report_file))
+    monkeypatch.delenv("LAMINA_STRICT", raising=False)
+    torch._dynamo.reset()
+    x = torch.randn(6, 10)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(with_cumsum, backend="lamina")(x)
+    torch.testing.assert_close(out, with_cumsum(x), rtol=1e-4, atol=1e-5)
+    fallback_warnings = [w for w in caught if issubclass(w.category, LaminaFallbackWarning)]
+    assert len(fallback_warnings) == 1
+    assert "aten.cumsum" in str(fallback_warnings[0].message)
+    record = json.loads(report_file.read_text().splitlines()[-1])
+    assert record["fallback_ops"] == ["aten.cumsum.default"]
+    assert record["kernels"] >= 1, "the supported ops around cumsum should still be compiled"
+    assert 0 < record["ops_compiled"] < record["ops_total"]
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_strict_mode_names_the_op_and_the_source_line(how, monkeypatch):
+    torch._dynamo.reset()
+    options = {}
+    if how == "option":
+        options = {"strict": True}
+    else:
+        monkeypatch.setenv("LAMINA_STRICT", "1")
+    compiled = torch.compile(with_cumsum, backend="lamina", options=options)
+    with pytest.raises(Exception) as info:
+        compiled(torch.randn(6, 10))
+    message = str(info.value)
+    assert "aten.cumsum" in message
+    assert "test_fallback.py" in message  # where it came from in the user's code
+
+
+def test_unknown_option_is_a_clear_error():
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown lamina option 'stricct'"):
+        torch.compile(torch.sin, backend="lamina", options={"stricct": True})(torch.randn(3))
+
+
+def test_report_is_available_from_python():
+    torch._dynamo.reset()
+    torch.compile(lambda x: torch.exp(x) + 1, backend="lamina")(torch.randn(5))
+    record = lamina.backend.last_report()
+    for key in ("graph", "target", "ops_total", "ops_compiled", "fallback_ops", "kernels", "compile_s"):
+        assert key in record
+    assert record["target"] == "cpu" and record["kernels"] >= 1
