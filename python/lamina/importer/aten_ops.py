@@ -1,0 +1,764 @@
+"""ATen -> lamina converters: the importer's op table.
+
+Each converter is registered for one or more ATen overloads (as they appear after
+AOTAutograd with core-ATen decompositions, torch 2.11-2.13) and is called as
+
+    fn(importer, node, args) -> ir.Value | tuple[ir.Value | None, ...]
+
+where `args` is the node's arguments bound to the op's schema (defaults filled in,
+attribute access: `args.self`, `args.dim`), FX nodes replaced by their ir.Values and
+Python scalars left as they are. It runs under the node's Location and an insertion
+point in the graph function; the driver then checks the result type(s) against
+node.meta["val"]. An optional `check(node) -> reason | None` refuses nodes the
+converter cannot handle (unsupported_nodes reports the reason).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from mlir import ir
+
+from ..dialect import ops
+from ..dialect import types as T
+
+aten = torch.ops.aten
+
+
+@dataclass
+class Converter:
+    fn: Callable
+    check: Callable | None = None
+
+
+CONVERTERS: dict = {}
+
+
+def _resolve(name: str):
+    """'aten.add.Tensor' -> the OpOverload, or None where this torch lacks it."""
+    ns, op, overload = name.split(".")
+    try:
+        return getattr(getattr(getattr(torch.ops, ns), op), overload)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def register(*names: str, check: Callable | None = None):
+    def deco(fn):
+        for n in names:
+            target = _resolve(n)
+            if target is not None:
+                CONVERTERS[target] = Converter(fn, check)
+        return fn
+    return deco
+
+
+class Args(dict):
+    __getattr__ = dict.__getitem__
+
+
+def bind(node, importer) -> Args:
+    """The node's arguments by schema name, defaults filled in, nodes mapped to Values."""
+    schema = node.target._schema
+    out = Args()
+    for i, arg in enumerate(schema.arguments):
+        if not arg.kwarg_only and i < len(node.args):
+            v = node.args[i]
+        elif arg.name in node.kwargs:
+            v = node.kwargs[arg.name]
+        elif arg.has_default_value():
+            v = arg.default_value
+        else:
+            v = None
+        out[arg.name] = importer.value(v)
+    return out
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+def elem(v: ir.Value) -> ir.Type:
+    return ir.RankedTensorType(v.type).element_type
+
+
+def shape(v: ir.Value) -> list:
+    return T.shape_of(v.type)
+
+
+def rank(v: ir.Value) -> int:
+    return ir.RankedTensorType(v.type).rank
+
+
+def meta_type(node, index: int | None = None) -> ir.RankedTensorType:
+    val = node.meta["val"] if index is None else node.meta["val"][index]
+    return T.tensor_type([int(d) for d in val.shape], T.torch_dtype_to_name(val.dtype))
+
+
+def _scalar_attr(value, et: ir.Type) -> ir.Attribute:
+    if T.is_float(et):
+        return ir.FloatAttr.get(et, float(value))
+    if T.is_bool(et):
+        return ir.IntegerAttr.get(et, 1 if value else 0)
+    return ir.IntegerAttr.get(et, int(value))
+
+
+def constant(value, et: ir.Type | str, shp=()) -> ir.Value:
+    """A splat lamina.constant of `value` (rank 0 by default)."""
+    if isinstance(et, str):
+        et = T.element_type(et)
+    tt = T.tensor_type(list(shp), et)
+    return ops.constant(value=ir.DenseElementsAttr.get_splat(tt, _scalar_attr(value, et)), result_type=tt)
+
+
+def scalar_elem(value, like: ir.Type | None = None) -> ir.Type:
+    """Element type of a Python scalar operand: bool -> i1, int -> i64, float -> f32,
+    or the other operand's float type (so promotion matches torch)."""
+    if isinstance(value, bool):
+        return T.element_type("i1")
+    if isinstance(value, int):
+        return T.element_type("i64")
+    if like is not None and T.is_float(like):
+        return like
+    return T.element_type("f32")
+
+
+def scalar_constant(value, like: ir.Value | None = None) -> ir.Value:
+    return constant(value, scalar_elem(value, elem(like) if like is not None else None))
+
+
+def as_value(x, like: ir.Value | None = None) -> ir.Value:
+    return x if isinstance(x, ir.Value) else scalar_constant(x, like)
+
+
+def cast(v: ir.Value, et: ir.Type) -> ir.Value:
+    if str(elem(v)) == str(et):
+        return v
+    return ops.cast(v, result_type=T.tensor_type(shape(v), et))
+
+
+def reshape(v: ir.Value, tt: ir.Type) -> ir.Value:
+    return v if v.type == tt else ops.reshape(v, result_type=tt)
+
+
+def binary(op: str, a, b) -> ir.Value:
+    if not isinstance(a, ir.Value) and not isinstance(b, ir.Value):
+        a = scalar_constant(a)
+    a = as_value(a, b if isinstance(b, ir.Value) else None)
+    b = as_value(b, a)
+    return getattr(ops, op)(a, b)
+
+
+def norm_dims(dims, r: int) -> list:
+    """Reduction dims: None / [] mean all; sorted, non-negative, unique."""
+    if dims is None:
+        return list(range(r))
+    if isinstance(dims, int):
+        dims = [dims]
+    if len(dims) == 0:
+        return list(range(r))
+    return sorted({d % max(r, 1) for d in dims})
+
+
+def _is_float_val(node_arg) -> bool:
+    v = getattr(node_arg, "meta", {}).get("val")
+    return isinstance(v, torch.Tensor) and v.dtype.is_floating_point
+
+
+def _users_ignore_value(node) -> str | None:
+    """empty-like sources are only safe when every user reads just their shape."""
+    shape_only = {_resolve(n) for n in ("aten.full_like.default", "aten.zeros_like.default",
+                                         "aten.ones_like.default", "aten.empty_like.default",
+                                         "aten.fill.Scalar")}
+    for u in node.users:
+        if u.target not in shape_only or u.args[0] is not node:
+            return f"uninitialized tensor ({node.target}) whose value is read by {u.name}"
+    return None
+
+
+# ---- elementwise -----------------------------------------------------------------------------
+
+_UNARY = {
+    "neg": "neg", "abs": "abs", "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1",
+    "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid", "relu": "relu", "erf": "erf",
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal", "floor": "floor", "ceil": "ceil",
+}
+
+
+def _make_unary(lamina_name):
+    def conv(imp, node, a):
+        x = a.self
+        want = meta_type(node).element_type
+        if lamina_name in ("floor", "ceil") and not T.is_float(elem(x)):
+            return x  # identity on integers, as torch
+        return getattr(ops, lamina_name)(cast(x, want))  # int -> float ops promote first
+    return conv
+
+
+for _aten_name, _lamina_name in _UNARY.items():
+    register(f"aten.{_aten_name}.default")(_make_unary(_lamina_name))
+
+
+@register("aten.gelu.default")
+def _gelu(imp, node, a):
+    return ops.gelu(a.self, approximate=a.approximate)
+
+
+def _alpha_scaled(other, alpha, like):
+    if alpha is None or alpha == 1:
+        return other
+    if not isinstance(other, ir.Value):
+        return other * alpha
+    return binary("mul", other, alpha)
+
+
+@register("aten.add.Tensor", "aten.add.Scalar")
+def _add(imp, node, a):
+    return binary("add", a.self, _alpha_scaled(a.other, a.alpha, a.self))
+
+
+@register("aten.sub.Tensor", "aten.sub.Scalar")
+def _sub(imp, node, a):
+    return binary("sub", a.self, _alpha_scaled(a.other, a.alpha, a.self))
+
+
+@register("aten.rsub.Tensor", "aten.rsub.Scalar")
+def _rsub(imp, node, a):
+    return binary("sub", a.other, _alpha_scaled(a.self, a.alpha, a.other))
+
+
+@register("aten.mul.Tensor", "aten.mul.Scalar")
+def _mul(imp, node, a):
+    return binary("mul", a.self, a.other)
+
+
+@register("aten.div.Tensor", "aten.div.Scalar")
+def _div(imp, node, a):
+    return binary("div", a.self, a.other)
+
+
+def _div_mode_check(node):
+    mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
+    if mode is None:
+        return None
+    if mode == "floor" and node.meta["val"].dtype.is_floating_point:
+        return None
+    return f"div with rounding_mode={mode!r} on {node.meta['val'].dtype} (lamina has no integer/trunc division)"
+
+
+@register("aten.div.Tensor_mode", "aten.div.Scalar_mode", check=_div_mode_check)
+def _div_mode(imp, node, a):
+    q = binary("div", a.self, a.other)
+    return ops.floor(q) if a.rounding_mode == "floor" else q
+
+
+@register("aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.pow.Scalar")
+def _pow(imp, node, a):
+    return binary("pow", a.self, a.exponent)
+
+
+@register("aten.maximum.default")
+def _maximum(imp, node, a):
+    return binary("maximum", a.self, a.other)
+
+
+@register("aten.minimum.default")
+def _minimum(imp, node, a):
+    return binary("minimum", a.self, a.other)
+
+
+def _clamp(x, lo, hi):
+    if lo is not None:
+        x = binary("maximum", x, lo)
+    if hi is not None:
+        x = binary("minimum", x, hi)
+    return x
+
+
+@register("aten.clamp.default", "aten.clamp.Tensor")
+def _clamp_conv(imp, node, a):
+    return _clamp(a.self, a.min, a.max)
+
+
+@register("aten.clamp_min.default", "aten.clamp_min.Tensor")
+def _clamp_min(imp, node, a):
+    return _clamp(a.self, a.min, None)
+
+
+@register("aten.clamp_max.default", "aten.clamp_max.Tensor")
+def _clamp_max(imp, node, a):
+    return _clamp(a.self, None, a.max)
+
+
+@register("aten.hardtanh.default")
+def _hardtanh(imp, node, a):
+    return _clamp(a.self, a.min_val, a.max_val)
+
+
+@register("aten.leaky_relu.default")
+def _leaky_relu(imp, node, a):
+    x = a.self
+    pos = ops.gt(x, constant(0, elem(x)))
+    return ops.where(pos, x, binary("mul", x, a.negative_slope))
+
+
+@register("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")
+def _where(imp, node, a):
+    x, y = a.self, a.other
+    x = as_value(x, y if isinstance(y, ir.Value) else None)
+    y = as_value(y, x)
+    return ops.where(a.condition, x, y)
+
+
+def _compare(op):
+    def conv(imp, node, a):
+        x, y = a.self, a.other
+        tensors = [v for v in (x, y) if isinstance(v, ir.Value)]
+        scalars = [v for v in (x, y) if not isinstance(v, ir.Value)]
+        common = T.promote([(elem(v), rank(v)) for v in tensors]
+                           + [(scalar_elem(s, elem(tensors[0])), 0) for s in scalars])
+        # Compare in the promoted type, as torch does (int < 0.5 compares as float).
+        x = cast(x, common) if isinstance(x, ir.Value) else constant(x, common)
+        y = cast(y, common) if isinstance(y, ir.Value) else constant(y, common)
+        return getattr(ops, op)(x, y)
+    return conv
+
+
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    register(f"aten.{_op}.Tensor", f"aten.{_op}.Scalar")(_compare(_op))
+
+
+def _bool_only(node):
+    v = node.meta.get("val")
+    if isinstance(v, torch.Tensor) and v.dtype != torch.bool:
+        return f"{node.target} on {v.dtype} (only bool is supported: lamina has no bitwise ops)"
+    return None
+
+
+def _logical(op):
+    def conv(imp, node, a):
+        return getattr(ops, op)(a.self, as_value(a.other, a.self))
+    return conv
+
+
+for _op in ("and", "or", "xor"):
+    register(f"aten.logical_{_op}.default")(_logical(f"logical_{_op}"))
+    register(f"aten.bitwise_{_op}.Tensor", f"aten.bitwise_{_op}.Scalar", check=_bool_only)(_logical(f"logical_{_op}"))
+
+
+@register("aten.logical_not.default")
+def _logical_not(imp, node, a):
+    return ops.logical_not(a.self)
+
+
+@register("aten.bitwise_not.default", check=_bool_only)
+def _bitwise_not(imp, node, a):
+    return ops.logical_not(a.self)
+
+
+# ---- casts, identities, sources ---------------------------------------------------------------
+
+@register("aten._to_copy.default", "aten.to.dtype", "prims.convert_element_type.default",
+          "aten.to.dtype_layout")
+def _to_copy(imp, node, a):
+    x = a.get("self", a.get("a"))
+    return cast(x, meta_type(node).element_type)
+
+
+@register("aten.clone.default", "aten.alias.default", "aten.lift_fresh_copy.default",
+          "aten.detach.default")
+def _identity(imp, node, a):
+    # Value semantics: a copy is the value itself (the runtime owns output buffers).
+    return a.self
+
+
+@register("aten.scalar_tensor.default")
+def _scalar_tensor(imp, node, a):
+    return constant(a.s, meta_type(node).element_type)
+
+
+def _splat_like_meta(value_key):
+    def conv(imp, node, a):
+        tt = meta_type(node)
+        return constant(a[value_key] if value_key else 0, tt.element_type, T.shape_of(tt))
+    return conv
+
+
+register("aten.full.default", "aten.full_like.default", "aten.new_full.default")(_splat_like_meta("fill_value"))
+register("aten.fill.Scalar")(_splat_like_meta("value"))
+register("aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default")(_splat_like_meta(None))
+
+
+@register("aten.ones.default", "aten.ones_like.default", "aten.new_ones.default")
+def _ones(imp, node, a):
+    tt = meta_type(node)
+    return constant(1, tt.element_type, T.shape_of(tt))
+
+
+# Uninitialized memory: safe only when no user reads the values (fill_ -> full_like).
+register("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
+         "aten.new_empty.default", check=_users_ignore_value)(_splat_like_meta(None))
+
+
+def constant_from_tensor(t: torch.Tensor) -> ir.Value:
+    """A lamina.constant holding a (small) tensor literal from a get_attr node."""
+    t = t.detach().cpu().contiguous()
+    et = T.element_type(T.torch_dtype_to_name(t.dtype))
+    tt = T.tensor_type(list(t.shape), et)
+    flat = t.reshape(-1)
+    if flat.numel() > 0 and bool((flat == flat[0]).all()):
+        return ops.constant(value=ir.DenseElementsAttr.get_splat(tt, _scalar_attr(flat[0].item(), et)),
+                            result_type=tt)
+    if t.dtype == torch.bfloat16:
+        raise ValueError("non-splat bf16 constants are not supported")
+    arr = t.numpy()
+    if t.dtype == torch.bool:
+        attr = ir.DenseElementsAttr.get(arr, type=et, shape=list(t.shape))
+    else:
+        attr = ir.DenseElementsAttr.get(arr, type=et, shape=list(t.shape))
+    return ops.constant(value=attr, result_type=tt)
+
+
+def _arange(imp, node, start, step):
+    tt = meta_type(node)
+    et = tt.element_type
+    x = ops.iota(result_type=tt)
+    if step != 1:
+        x = ops.mul(x, constant(step, et))
+    if start != 0:
+        x = ops.add(x, constant(start, et))
+    return x
+
+
+def _arange_check(node):
+    v = node.meta.get("val")
+    if isinstance(v, torch.Tensor) and not v.dtype.is_floating_point:
+        for s in node.args:
+            if isinstance(s, float) and s != int(s):
+                return "integer arange with fractional start/step"
+    return None
+
+
+@register("aten.arange.start_step", "aten.arange.start", check=_arange_check)
+def _arange_ss(imp, node, a):
+    return _arange(imp, node, a.start, a.get("step", 1))
+
+
+@register("aten.arange.default", check=_arange_check)
+def _arange_end(imp, node, a):
+    return _arange(imp, node, 0, 1)
+
+
+@register("prims.iota.default")
+def _iota(imp, node, a):
+    return _arange(imp, node, a.start, a.step)
+
+
+@register("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def _masked_fill(imp, node, a):
+    x, v = a.self, a.value
+    v = cast(v, elem(x)) if isinstance(v, ir.Value) else constant(v, elem(x))
+    return ops.where(a.mask, v, x)
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+def _reduce(op, x, dims, keepdim, dtype=None, result_elem=None):
+    if dtype is not None:
+        x = cast(x, T.element_type(T.torch_dtype_to_name(dtype)))
+    if rank(x) == 0:
+        return cast(x, result_elem) if result_elem is not None else x
+    return getattr(ops, op)(x, dims=norm_dims(dims, rank(x)), keepdim=bool(keepdim))
+
+
+@register("aten.sum.dim_IntList")
+def _sum_dim(imp, node, a):
+    return _reduce("reduce_sum", a.self, a.dim, a.keepdim, a.dtype, meta_type(node).element_type)
+
+
+@register("aten.sum.default")
+def _sum(imp, node, a):
+    return _reduce("reduce_sum", a.self, None, False, a.dtype, meta_type(node).element_type)
+
+
+@register("aten.mean.dim")
+def _mean_dim(imp, node, a):
+    return _reduce("reduce_mean", a.self, a.dim, a.keepdim, a.dtype)
+
+
+@register("aten.mean.default")
+def _mean(imp, node, a):
+    return _reduce("reduce_mean", a.self, None, False, a.dtype)
+
+
+@register("aten.amax.default")
+def _amax(imp, node, a):
+    return _reduce("reduce_max", a.self, a.dim, a.keepdim)
+
+
+@register("aten.amin.default")
+def _amin(imp, node, a):
+    return _reduce("reduce_min", a.self, a.dim, a.keepdim)
+
+
+@register("aten.max.default")
+def _max_all(imp, node, a):
+    return _reduce("reduce_max", a.self, None, False)
+
+
+@register("aten.min.default")
+def _min_all(imp, node, a):
+    return _reduce("reduce_min", a.self, None, False)
+
+
+def _values_only(node):
+    import operator
+
+    for u in node.users:
+        if u.target is not operator.getitem or u.args[1] != 0:
+            return f"{node.target}: the indices output is used (lamina has no argmax/argmin)"
+    return None
+
+
+@register("aten.max.dim", check=_values_only)
+def _max_dim(imp, node, a):
+    return (_reduce("reduce_max", a.self, [a.dim], a.keepdim), None)
+
+
+@register("aten.min.dim", check=_values_only)
+def _min_dim(imp, node, a):
+    return (_reduce("reduce_min", a.self, [a.dim], a.keepdim), None)
+
+
+@register("aten.prod.dim_int")
+def _prod_dim(imp, node, a):
+    return _reduce("reduce_prod", a.self, [a.dim], a.keepdim, a.dtype, meta_type(node).element_type)
+
+
+@register("aten.prod.default")
+def _prod(imp, node, a):
+    return _reduce("reduce_prod", a.self, None, False, a.dtype, meta_type(node).element_type)
+
+
+def _var(x, dims, correction, keepdim):
+    correction = 1.0 if correction is None else float(correction)
+    if rank(x) == 0:
+        dims = []
+    return ops.var(x, dims=norm_dims(dims, rank(x)), keepdim=bool(keepdim), correction=correction)
+
+
+@register("aten.var.correction")
+def _var_corr(imp, node, a):
+    return _var(a.self, a.dim, a.correction, a.keepdim)
+
+
+@register("aten.var.dim")
+def _var_dim(imp, node, a):
+    return _var(a.self, a.dim, 1.0 if a.unbiased else 0.0, a.keepdim)
+
+
+@register("aten.var_mean.correction")
+def _var_mean(imp, node, a):
+    v = _var(a.self, a.dim, a.correction, a.keepdim)
+    m = _reduce("reduce_mean", a.self, a.dim, a.keepdim)
+    return (v, m)
+
+
+# ---- contractions ----------------------------------------------------------------------------
+
+@register("aten.mm.default", "aten.bmm.default")
+def _mm(imp, node, a):
+    return ops.matmul(a.self, a.mat2)
+
+
+@register("aten.addmm.default")
+def _addmm(imp, node, a):
+    y = ops.matmul(a.mat1, a.mat2)
+    if a.alpha != 1:
+        y = binary("mul", y, a.alpha)
+    if a.beta == 0:
+        return y  # torch ignores `self` (even nan/inf) when beta == 0
+    bias = a.self if a.beta == 1 else binary("mul", a.self, a.beta)
+    return ops.add(bias, y)
+
+
+@register("aten.matmul.default")
+def _matmul(imp, node, a):
+    x, y = a.self, a.other
+    if rank(x) == 1:
+        x = ops.reshape(x, result_type=T.tensor_type([1] + shape(x), elem(x)))
+    if rank(y) == 1:
+        y = ops.reshape(y, result_type=T.tensor_type(shape(y) + [1], elem(y)))
+    return reshape(ops.matmul(x, y), meta_type(node))
+
+
+# ---- data movement ---------------------------------------------------------------------------
+
+def _to_meta_shape(imp, node, a):
+    return reshape(a.self, meta_type(node))
+
+
+register("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+         "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims",
+         "aten.unsqueeze.default", "aten.flatten.using_ints", "aten.view_copy.default")(_to_meta_shape)
+
+
+def _transpose(x, perm):
+    perm = [p % rank(x) for p in perm]
+    if perm == list(range(rank(x))):
+        return x
+    return ops.transpose(x, perm=perm)
+
+
+@register("aten.permute.default")
+def _permute(imp, node, a):
+    return _transpose(a.self, a.dims)
+
+
+@register("aten.transpose.int")
+def _transpose_int(imp, node, a):
+    r = rank(a.self)
+    perm = list(range(r))
+    if r:
+        d0, d1 = a.dim0 % r, a.dim1 % r
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    return _transpose(a.self, perm)
+
+
+@register("aten.t.default")
+def _t(imp, node, a):
+    return _transpose(a.self, [1, 0]) if rank(a.self) == 2 else a.self
+
+
+@register("aten.expand.default")
+def _expand(imp, node, a):
+    tt = meta_type(node)
+    return a.self if a.self.type == tt else ops.broadcast_to(a.self, result_type=tt)
+
+
+def slice_(x, dim, start, end, step=1):
+    """A normalized lamina.slice (static sizes); identity when it takes everything."""
+    dim = dim % rank(x)
+    size = shape(x)[dim]
+    start = 0 if start is None else start
+    end = size if end is None else end
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    if start == 0 and end == size and step == 1:
+        return x
+    return ops.slice(x, dim=dim, start=start, end=end, step=step)
+
+
+@register("aten.slice.Tensor")
+def _slice(imp, node, a):
+    return slice_(a.self, a.dim, a.start, a.end, a.step)
+
+
+@register("aten.narrow.default")
+def _narrow(imp, node, a):
+    start = a.start % shape(a.self)[a.dim % rank(a.self)] if a.start < 0 else a.start
+    return slice_(a.self, a.dim, start, start + a.length)
+
+
+@register("aten.select.int")
+def _select(imp, node, a):
+    size = shape(a.self)[a.dim % rank(a.self)]
+    i = a.index + size if a.index < 0 else a.index
+    return reshape(slice_(a.self, a.dim, i, i + 1), meta_type(node))
+
+
+@register("aten.cat.default")
+def _cat(imp, node, a):
+    want = meta_type(node)
+    parts = [cast(t, want.element_type) for t in a.tensors
+             if not (rank(t) == 1 and shape(t)[0] == 0 and want.rank != 1)]  # legacy empty inputs
+    dim = a.dim % want.rank
+    out = parts[0]
+    for p in parts[1:]:
+        out = ops.concat(out, p, dim=dim)
+    return out
+
+
+def _split(x, sizes, dim):
+    outs, start = [], 0
+    for s in sizes:
+        outs.append(slice_(x, dim, start, start + s))
+        start += s
+    return tuple(outs)
+
+
+@register("aten.split_with_sizes.default")
+def _split_with_sizes(imp, node, a):
+    return _split(a.self, a.split_sizes, a.dim)
+
+
+@register("aten.split.Tensor")
+def _split_tensor(imp, node, a):
+    n = shape(a.self)[a.dim % rank(a.self)]
+    sizes = [min(a.split_size, n - i) for i in range(0, n, a.split_size)] or [0]
+    return _split(a.self, sizes, a.dim)
+
+
+@register("aten.unbind.int")
+def _unbind(imp, node, a):
+    n = shape(a.self)[a.dim % rank(a.self)]
+    return tuple(reshape(slice_(a.self, a.dim, i, i + 1), meta_type(node, i)) for i in range(n))
+
+
+@register("aten.index_select.default")
+def _index_select(imp, node, a):
+    idx = a.index
+    if rank(idx) == 0:
+        idx = ops.reshape(idx, result_type=T.tensor_type([1], elem(idx)))
+    return ops.index_select(a.self, idx, dim=a.dim % max(rank(a.self), 1))
+
+
+@register("aten.embedding.default")
+def _embedding(imp, node, a):
+    return ops.index_select(a.weight, a.indices, dim=0)
+
+
+# ---- composites ------------------------------------------------------------------------------
+
+def _no_half_to_float(node):
+    if len(node.args) > 2 and node.args[2]:
+        return "half_to_float=True is not supported"
+    return None
+
+
+@register("aten._softmax.default", check=_no_half_to_float)
+def _softmax(imp, node, a):
+    return ops.softmax(a.self, dim=a.dim % rank(a.self))
+
+
+@register("aten._log_softmax.default", check=_no_half_to_float)
+def _log_softmax(imp, node, a):
+    return ops.log_softmax(a.self, dim=a.dim % rank(a.self))
+
+
+@register("aten.native_layer_norm.default")
+def _native_layer_norm(imp, node, a):
+    x = a.input
+    out_et = meta_type(node, 0).element_type
+    acc_et = meta_type(node, 1).element_type  # torch keeps mean/rstd in the accumulation type
+    x = cast(x, acc_et)
+    r = rank(x)
+    dims = list(range(r - len(a.normalized_shape), r))
+    mean = ops.reduce_mean(x, dims=dims, keepdim=True)
+    var = ops.var(x, dims=dims, keepdim=True, correction=0.0)
+    rstd = ops.rsqrt(ops.add(var, constant(a.eps, acc_et)))
+    y = ops.mul(ops.sub(x, mean), rstd)
+    if a.weight is not None:
+        y = ops.mul(y, cast(a.weight, acc_et))
+    if a.bias is not None:
+        y = ops.add(y, cast(a.bias, acc_et))
+    return (cast(y, out_et), mean, rstd)
+
+
+__all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_from_tensor"]
+
+_ = math  # (kept for converters that need inf/nan constants)

@@ -1,0 +1,387 @@
+"""The FX importer: an ATen FX graph (after AOTAutograd + core-ATen decompositions) ->
+one `func.func @<name>` of lamina ops.
+
+    from lamina.importer import import_graph, unsupported_nodes, is_node_supported
+    bad = unsupported_nodes(gm)                  # [(node, reason)], [] when all convert
+    imported = import_graph(gm, ctx, "graph")    # raises LaminaImportError on failure
+    print(imported.module)
+
+Conventions (docs/architecture.md, Level 1):
+* function arguments = FX placeholders in order (parameters and buffers included);
+  results = the tensor outputs of the FX output node, flattened, in order (`None`
+  outputs, as in backward graphs, take no result: their `outputs` entry is None);
+* every node's shape and dtype come from `node.meta["val"]` (a FakeTensor); after each
+  op is built its inferred type is checked against that, so a promotion mismatch is an
+  import error, never a silently wrong result;
+* each op gets `loc("<node name>"("<user file>":line:col))` from `node.meta["stack_trace"]`;
+* Python scalar operands become rank-0 `lamina.constant`s (aten_ops.scalar_constant).
+
+The converters, one per ATen overload, live in `aten_ops.py` (`CONVERTERS`).
+"""
+from __future__ import annotations
+
+import linecache
+import operator
+import re
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+from mlir import ir
+from mlir.dialects import func
+
+from .. import dialect
+from ..dialect import types as T
+
+
+class LaminaImportError(Exception):
+    """A node of the FX graph could not be imported.
+
+    Attributes: `node` (the torch.fx.Node, or None), `op` (the ATen op's name, e.g.
+    "aten.add.Tensor"), `source` ("file:line: code" of the user's line, or "").
+    """
+
+    def __init__(self, message: str, node: torch.fx.Node | None = None):
+        self.node = node
+        self.op = _target_name(node) if node is not None else ""
+        self.source = source_line(node) if node is not None else ""
+        text = message
+        if node is not None:
+            text = f"{self.op} (node {node.name}): {message}"
+            if self.source:
+                text += f"\n  at {self.source}"
+        super().__init__(text)
+
+
+# Short alias kept for callers that import the name from the original API sketch.
+ImportError_ = LaminaImportError
+
+
+@dataclass
+class OutputSpec:
+    """One tensor output of the graph: torch dtype, static shape, index among the func results."""
+    dtype: torch.dtype
+    shape: tuple
+    result_index: int
+
+
+@dataclass
+class ImportedGraph:
+    module: ir.Module             # holds func.func @<func_name> {lamina.graph}
+    func_name: str
+    input_names: list[str]        # FX placeholder names, in argument order
+    outputs: list                 # per flattened FX output: OutputSpec, or None for a None output
+    node_values: dict = field(default_factory=dict, repr=False)  # fx node name -> ir.Value (debug)
+
+
+# ---- node facts ---------------------------------------------------------------------
+
+def _target_name(node: torch.fx.Node) -> str:
+    t = node.target
+    if node.op == "call_function":
+        if isinstance(t, torch._ops.OpOverload):
+            ns = t.namespace
+            return f"{ns}.{t._schema.name.split('::')[-1]}.{t._overloadname}"
+        return getattr(t, "__name__", str(t))
+    return f"{node.op} {t}"
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _last_frame(node: torch.fx.Node):
+    """(file, line, col, code) of the last frame of node.meta['stack_trace'], or None."""
+    st = node.meta.get("stack_trace") if node is not None else None
+    if not st:
+        return None
+    frames = list(_FRAME.finditer(st))
+    if not frames:
+        return None
+    m = frames[-1]
+    file, line = m.group(1), int(m.group(2))
+    rest = st[m.end():].split("\n")[1:]
+    code = rest[0].strip() if rest else ""
+    col = 0
+    if len(rest) > 1 and "^" in rest[1]:
+        caret = rest[1].index("^") - (len(rest[0]) - len(rest[0].lstrip()))
+        src = linecache.getline(file, line)
+        if src:
+            col = len(src) - len(src.lstrip()) + max(caret, 0) + 1
+    return file, line, col, code
+
+
+def source_line(node: torch.fx.Node) -> str:
+    f = _last_frame(node)
+    return f"{f[0]}:{f[1]}: {f[3]}" if f else ""
+
+
+def node_location(node: torch.fx.Node) -> ir.Location:
+    """loc("<node name>"("<file>":line:col)); needs an active Context."""
+    f = _last_frame(node)
+    child = ir.Location.file(f[0], f[1], f[2]) if f else ir.Location.unknown()
+    return ir.Location.name(node.name, childLoc=child)
+
+
+def _has_symbolic(val) -> bool:
+    if isinstance(val, torch.Tensor):
+        return any(not isinstance(d, int) for d in val.shape)
+    if isinstance(val, (list, tuple)):
+        return any(_has_symbolic(v) for v in val)
+    return isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _tensor_vals(val):
+    if isinstance(val, torch.Tensor):
+        yield val
+    elif isinstance(val, (list, tuple)):
+        for v in val:
+            yield from _tensor_vals(v)
+
+
+def _dtype_ok(dtype) -> bool:
+    try:
+        T.torch_dtype_to_name(dtype)
+        return True
+    except ValueError:
+        return False
+
+
+def _flat_outputs(node: torch.fx.Node) -> list:
+    out = []
+
+    def walk(a):
+        if isinstance(a, (list, tuple)):
+            for x in a:
+                walk(x)
+        else:
+            out.append(a)
+    walk(node.args[0])
+    return out
+
+
+def _val_reason(val, what: str) -> str | None:
+    """Why a meta value cannot be imported (None when it can)."""
+    if val is None:
+        return f"{what} has no meta['val']"
+    if _has_symbolic(val):
+        return f"{what} has a symbolic shape or value (dynamic shapes are not supported yet)"
+    for t in _tensor_vals(val):
+        if not _dtype_ok(t.dtype):
+            return f"{what} has dtype {t.dtype}, which lamina does not support"
+        if t.device.type != "cpu" and t.device.type != "meta":
+            pass  # device placement is the backend's business; the IR is device-free
+    return None
+
+
+def _node_reason(node: torch.fx.Node, gm: torch.fx.GraphModule | None = None) -> str | None:
+    """Why `node` cannot be imported, or None when it can."""
+    from . import aten_ops
+
+    if node.op == "placeholder":
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            return f"placeholder {node.name} is not a tensor ({type(val).__name__})"
+        return _val_reason(val, f"placeholder {node.name}")
+    if node.op == "output":
+        for a in _flat_outputs(node):
+            if a is None:
+                continue
+            if not isinstance(a, torch.fx.Node) or not isinstance(a.meta.get("val"), torch.Tensor):
+                return f"graph output {a} is not a tensor"
+        return None
+    if node.op == "get_attr":
+        if gm is None:
+            return None
+        obj = _get_attr(gm, node.target)
+        if not isinstance(obj, torch.Tensor):
+            return f"get_attr {node.target} is not a tensor"
+        if not _dtype_ok(obj.dtype):
+            return f"constant {node.target} has dtype {obj.dtype}"
+        return None
+    if node.op != "call_function":
+        return f"{node.op} nodes are not supported"
+    if node.target is operator.getitem:
+        src = node.args[0]
+        if not isinstance(src, torch.fx.Node):
+            return "getitem on a non-node"
+        return _node_reason(src, gm) and f"getitem of an unsupported node {src.name}"
+    conv = aten_ops.CONVERTERS.get(node.target)
+    if conv is None:
+        return f"no lamina converter for {_target_name(node)}"
+    r = _val_reason(node.meta.get("val"), "result")
+    if r:
+        return r
+    for a in node.all_input_nodes:
+        av = a.meta.get("val")
+        if av is not None and _val_reason(av, f"operand {a.name}"):
+            return _val_reason(av, f"operand {a.name}")
+    for a in _flat_args(node):
+        if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return "symbolic scalar argument (dynamic shapes are not supported yet)"
+        if isinstance(a, complex):
+            return "complex scalar argument"
+    if conv.check is not None:
+        return conv.check(node)
+    return None
+
+
+def _flat_args(node):
+    out = []
+
+    def walk(a):
+        if isinstance(a, (list, tuple)):
+            for x in a:
+                walk(x)
+        elif isinstance(a, dict):
+            for x in a.values():
+                walk(x)
+        else:
+            out.append(a)
+    walk(node.args)
+    walk(node.kwargs)
+    return out
+
+
+def _get_attr(gm, target: str):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+# ---- public predicates ------------------------------------------------------------------
+
+def is_node_supported(node: torch.fx.Node) -> bool:
+    """True when the importer can convert `node` (usable from a torch.fx OperatorSupport)."""
+    gm = node.graph.owning_module
+    return _node_reason(node, gm) is None
+
+
+def unsupported_nodes(gm: torch.fx.GraphModule) -> list:
+    """[(node, reason)] for every node import_graph cannot convert (in graph order)."""
+    out = []
+    for node in gm.graph.nodes:
+        r = _node_reason(node, gm)
+        if r is not None:
+            out.append((node, r))
+    return out
+
+
+class LaminaOperatorSupport(torch.fx.passes.operator_support.OperatorSupportBase):
+    """OperatorSupport for CapabilityBasedPartitioner: the nodes import_graph converts."""
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        return is_node_supported(node)
+
+
+# ---- the importer --------------------------------------------------------------------------
+
+def expected_type(val) -> ir.RankedTensorType:
+    """tensor type of a FakeTensor (needs an active Context)."""
+    return T.tensor_type([int(d) for d in val.shape], T.torch_dtype_to_name(val.dtype))
+
+
+class FxImporter:
+    """Walks the graph once, converting each node with aten_ops.CONVERTERS."""
+
+    def __init__(self, gm: torch.fx.GraphModule, ctx: ir.Context, name: str):
+        self.gm, self.ctx, self.name = gm, ctx, name
+        self.values: dict[torch.fx.Node, object] = {}
+
+    # converters use these ------------------------------------------------------
+    def value(self, a):
+        """Map FX args: Node -> ir.Value (or tuple for multi-output), recursively."""
+        if isinstance(a, torch.fx.Node):
+            return self.values[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.value(x) for x in a)
+        return a
+
+    def fail(self, node, msg):
+        raise LaminaImportError(msg, node)
+
+    # driver ------------------------------------------------------------------------
+    def run(self) -> ImportedGraph:
+        from . import aten_ops
+
+        dialect.load(self.ctx)
+        bad = unsupported_nodes(self.gm)
+        if bad:
+            node, reason = bad[0]
+            raise LaminaImportError(f"unsupported: {reason}", node)
+        g = self.gm.graph
+        placeholders = [n for n in g.nodes if n.op == "placeholder"]
+        out_node = next(n for n in g.nodes if n.op == "output")
+        with self.ctx, ir.Location.unknown():
+            module = ir.Module.create()
+            arg_types = [expected_type(p.meta["val"]) for p in placeholders]
+            outs = _flat_outputs(out_node)
+            result_types = [expected_type(o.meta["val"]) for o in outs if o is not None]
+            with ir.InsertionPoint(module.body):
+                fn = func.FuncOp(self.name, ir.FunctionType.get(arg_types, result_types))
+            fn.attributes["lamina.graph"] = ir.UnitAttr.get()
+            block = fn.add_entry_block(arg_locs=[ir.Location.name(p.name) for p in placeholders])
+            for p, arg in zip(placeholders, block.arguments):
+                self.values[p] = arg
+            with ir.InsertionPoint(block):
+                for node in g.nodes:
+                    if node.op in ("placeholder", "output"):
+                        continue
+                    with node_location(node):
+                        self.values[node] = self._convert(node, aten_ops)
+                results, specs = [], []
+                for o in outs:
+                    if o is None:
+                        specs.append(None)
+                        continue
+                    v = o.meta["val"]
+                    specs.append(OutputSpec(v.dtype, tuple(int(d) for d in v.shape), len(results)))
+                    results.append(self.values[o])
+                with ir.Location.name("output"):
+                    func.ReturnOp(results)
+            if not module.operation.verify():
+                raise LaminaImportError("the imported module does not verify")
+        return ImportedGraph(module, self.name, [p.name for p in placeholders], specs,
+                             {n.name: v for n, v in self.values.items()})
+
+    def _convert(self, node, aten_ops):
+        if node.op == "get_attr":
+            return aten_ops.constant_from_tensor(_get_attr(self.gm, node.target))
+        if node.target is operator.getitem:
+            src = self.values[node.args[0]]
+            return src[node.args[1]]
+        conv = aten_ops.CONVERTERS[node.target]
+        args = aten_ops.bind(node, self)
+        try:
+            result = conv.fn(self, node, args)
+        except LaminaImportError:
+            raise
+        except Exception as e:  # infer.ShapeError, MLIR errors, converter bugs
+            raise LaminaImportError(f"{type(e).__name__}: {e}", node) from e
+        self._check(node, result)
+        return result
+
+    def _check(self, node, result):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            pairs = [(val, result)]
+        else:
+            # None results are outputs the converter does not produce (max.dim's indices);
+            # its check() guarantees nothing reads them.
+            pairs = [(v, r) for v, r in zip(val, result) if isinstance(v, torch.Tensor) and r is not None]
+        for v, r in pairs:
+            want = expected_type(v)
+            if r is None or r.type != want:
+                got = None if r is None else r.type
+                raise LaminaImportError(
+                    f"lamina result type {got} differs from torch's {want} "
+                    f"(shape {list(v.shape)}, dtype {v.dtype})", node)
+
+
+def import_graph(gm: torch.fx.GraphModule, ctx: ir.Context, name: str = "graph") -> ImportedGraph:
+    """Import an ATen FX graph into a new module holding `func.func @<name>` {lamina.graph}.
+
+    Raises LaminaImportError (naming the ATen op and the user's source line) when a node
+    cannot be converted; call unsupported_nodes(gm) first to partition instead.
+    """
+    return FxImporter(gm, ctx, name).run()

@@ -1,0 +1,69 @@
+# RUN: %PYTHON %s | FileCheck %s
+# Nodes the importer cannot convert are reported (never a crash); import_graph raises
+# LaminaImportError naming the ATen op and the user's source line; locations point at it.
+import torch
+
+from lamina import dialect
+from lamina.importer import LaminaImportError, import_graph, unsupported_nodes
+from lamina.importer.testing import aten_graph, print_imported, run
+
+
+def report(gm):
+    for node, reason in unsupported_nodes(gm):
+        print(f"unsupported {node.name}: {reason}")
+
+
+# CHECK-LABEL: unsupported_ops
+# CHECK: unsupported max_1: aten.max.dim: the indices output is used (lamina has no argmax/argmin)
+# CHECK: unsupported getitem_1: getitem of an unsupported node max_1
+# CHECK: unsupported cumsum: no lamina converter for aten.cumsum.default
+# CHECK: unsupported bitwise_and: {{.*}}only bool is supported
+# CHECK: error: aten.max.dim (node max_1): unsupported: aten.max.dim: the indices output is used
+# CHECK-NEXT: at {{.*}}unsupported.py:[[LINE:[0-9]+]]: values, idx = x.max(1)
+@run
+def unsupported_ops():
+    def f(x, i):
+        values, idx = x.max(1)
+        return values, idx, x.cumsum(0), i & 3
+    gm = aten_graph(f, torch.randn(4, 8), torch.arange(4))
+    report(gm)
+    try:
+        import_graph(gm, dialect.make_context())
+    except LaminaImportError as e:
+        print("error:", e)
+
+
+# CHECK-LABEL: unsupported_dtype
+# CHECK: unsupported {{.*}}: {{.*}}dtype torch.complex64, which lamina does not support
+@run
+def unsupported_dtype():
+    report(aten_graph(lambda x: (x * 2).real, torch.randn(4, dtype=torch.complex64)))
+
+
+# CHECK-LABEL: dynamic_shapes
+# CHECK: unsupported {{.*}}: {{.*}}symbolic
+@run
+def dynamic_shapes():
+    report(aten_graph(lambda x: x * 2, torch.randn(4, 8), dynamic=True))
+
+
+# CHECK-LABEL: empty_read
+# empty() whose value is read is not safe; fill_ of an empty one is
+# CHECK: unsupported empty: uninitialized tensor (aten.empty.memory_format) whose value is read by add
+# CHECK-NOT: unsupported
+# CHECK: "lamina.constant"() {value = dense<2.000000e+00> : tensor<3xf32>}
+@run
+def empty_read():
+    report(aten_graph(lambda x: torch.empty(3) + x, torch.randn(3)))
+    print_imported(lambda x: torch.empty(3).fill_(2) + x, torch.randn(3), name="empty_fill")
+
+
+# CHECK-LABEL: locations
+# CHECK: "lamina.add"{{.*}} loc(#[[LOC:.*]])
+# CHECK: #[[FILE:.*]] = loc("{{.*}}unsupported.py":[[#]]:16)
+# CHECK: #[[LOC]] = loc("add"(#[[FILE]]))
+@run
+def locations():
+    def f(x):
+        return x + 1
+    print_imported(f, torch.randn(2), debug_info=True)
