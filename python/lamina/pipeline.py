@@ -37,6 +37,11 @@ class CompileResult:
     stage_ir: dict = field(default_factory=dict)   # stage -> IR text (when keep_ir)
 
 
+def _asm(module: ir.Module) -> str:
+    # Keep locations: a dumped stage replayed with lamina-opt still points at user code.
+    return module.operation.get_asm(enable_debug_info=True)
+
+
 def graph_function(module: ir.Module):
     funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
     graphs = [f for f in funcs if "lamina.graph" in f.attributes]
@@ -58,6 +63,11 @@ def run_graph_passes(module: ir.Module) -> None:
 def compile_module(module: ir.Module, *, target: str = "cpu", strided_args=frozenset(),
                    dump_dir: str | None = None, keep_ir: bool = False) -> CompileResult:
     """Compile a module holding one lamina graph function into a CompiledGraph."""
+    with module.context, ir.Location.unknown(module.context):
+        return _compile_module(module, target, strided_args, dump_dir, keep_ir)
+
+
+def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileResult:
     tgt = get_target(target)
     dump_dir = dump_dir or os.environ.get("LAMINA_DUMP_IR")
     result = CompileResult(compiled=None)
@@ -70,7 +80,7 @@ def compile_module(module: ir.Module, *, target: str = "cpu", strided_args=froze
         result.stage_seconds[name] = time.perf_counter() - t0
         counter[0] += 1
         if keep_ir or dump_dir:
-            text = str(module)
+            text = _asm(module)
             if keep_ir:
                 result.stage_ir[name] = text
             if dump_dir:
@@ -79,10 +89,12 @@ def compile_module(module: ir.Module, *, target: str = "cpu", strided_args=froze
         return out
 
     if keep_ir or dump_dir:
-        result.stage_ir["import"] = str(module) if keep_ir else None
+        text = _asm(module)
+        if keep_ir:
+            result.stage_ir["import"] = text
         if dump_dir:
             Path(dump_dir).mkdir(parents=True, exist_ok=True)
-            (Path(dump_dir) / f"{graph_name}.0-import.mlir").write_text(str(module))
+            (Path(dump_dir) / f"{graph_name}.0-import.mlir").write_text(text)
     stage("graph", lambda: run_graph_passes(module))
     stage("fuse", lambda: run_pass("lamina-fuse", module))
     stage("outline", lambda: run_pass("lamina-outline-kernels", module))

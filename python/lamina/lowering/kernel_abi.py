@@ -13,8 +13,9 @@ so one-shot bufferization writes each result straight into a buffer the runtime
 allocated with torch, and reads inputs in place from torch tensors (zero copy).
 Inputs are contiguous (identity layout) unless the kernel argument carries
 `lamina.layout = "strided"`, which gives a fully dynamic strided layout for torch
-tensors that are views (transposed, sliced). The graph function is left alone; the
-runtime turns its calls into a launch plan.
+tensors that are views (transposed, sliced). A graph function still in the module is
+replaced by its launch plan, kept readable as the module attribute `lamina.launch_plan`
+(the pipeline reads the plan itself before lowering).
 """
 from __future__ import annotations
 
@@ -84,5 +85,14 @@ def to_destination_passing(func_op) -> None:
 @register_pass("lamina-kernel-abi", level="L4",
                description="rewrite kernel functions (lamina.kernel) to destination-passing memref signatures for the runtime")
 def kernel_abi(module: ir.Module, **options) -> None:
+    # A graph function still here (lamina-opt replays) calls kernels by their tensor
+    # signatures: record its launch plan on the module, then drop it, as the pipeline does.
+    from ..runtime.compiled_graph import extract_launch_plan
+
+    for op in list(module.body.operations):
+        if op.operation.name == "func.func" and "lamina.graph" in op.attributes:
+            plan = extract_launch_plan(op)
+            module.operation.attributes["lamina.launch_plan"] = ir.StringAttr.get(plan.describe())
+            op.operation.erase()
     for func_op in kernel_functions(module):
         to_destination_passing(func_op)

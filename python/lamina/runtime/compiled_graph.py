@@ -142,4 +142,7 @@ class CompiledGraph:
                 env[s] = t
             for s in l.release_after:
                 env[s] = None
-        return [env[s] for s in plan.results]
+        # A result that is a graph input (e.g. `x.clone()`, which is the value itself in
+        # lamina) must not alias the caller's tensor: return a copy, as eager would.
+        n = plan.num_inputs
+        return [env[s].clone() if s < n else env[s] for s in plan.results]

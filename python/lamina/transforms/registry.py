@@ -63,4 +63,7 @@ def all_passes() -> list[PassInfo]:
 
 
 def run_pass(name: str, module: ir.Module, **options) -> None:
-    get_pass(name).run(module, **options)
+    """Run a registered pass on `module`, inside the module's own context."""
+    info = get_pass(name)
+    with module.context, ir.Location.unknown(module.context):
+        info.run(module, **options)

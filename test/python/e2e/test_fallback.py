@@ -62,3 +62,12 @@ def test_report_is_available_from_python():
     for key in ("graph", "target", "ops_total", "ops_compiled", "fallback_ops", "kernels", "compile_s"):
         assert key in record
     assert record["target"] == "cpu" and record["kernels"] >= 1
+
+
+def test_clone_of_an_input_does_not_alias_it():
+    torch._dynamo.reset()
+    x = torch.randn(4)
+    y = torch.compile(lambda t: t.clone(), backend="lamina")(x)
+    torch.testing.assert_close(y, x)
+    y.add_(1.0)
+    assert not torch.equal(y, x), "the compiled clone must be a new tensor"
