@@ -26,7 +26,7 @@ fi
 case "${1:-}" in
   demo) shift; exec "$PY" -m lamina.demo "$@" ;;
   test) shift
-        "$PY" -m lit -sv test
+        "$(dirname "$PY")/lit" -sv test
         exec "$PY" -m pytest -q -p no:cacheprovider test/python "$@" ;;
   *) echo "usage: ./dev.sh demo | ./dev.sh test" >&2; exit 2 ;;
 esac
