@@ -1,0 +1,106 @@
+// RUN: not lamina-opt %s --split-input-file 2>&1 | FileCheck %s
+// Invalid lamina ops are rejected with a located error: IRDL checks the structure
+// (operands, attributes), the lamina rules (infer.py) the shapes and dtypes.
+
+func.func @operand_count(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: op expects exactly 2 operands, but got 1
+  %0 = "lamina.add"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @unknown_op(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: unregistered operation 'lamina.bogus'
+  %0 = "lamina.bogus"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @missing_attribute(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: {{.*}}keepdim
+  %0 = "lamina.reduce_sum"(%a) {dims = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @not_a_tensor(%a: f32) -> f32 {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error:
+  %0 = "lamina.neg"(%a) : (f32) -> f32
+  return %0 : f32
+}
+
+// -----
+
+func.func @no_broadcast(%a: tensor<4xf32>, %b: tensor<5xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.add' op shapes {{\[\[}}4], [5]] do not broadcast
+  %0 = "lamina.add"(%a, %b) : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @wrong_result(%a: tensor<4xf32>) -> tensor<4xf64> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.add' op result type tensor<4xf64> differs from the inferred tensor<4xf32>
+  %0 = "lamina.add"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+func.func @float_only(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.exp' op needs a float operand
+  %0 = "lamina.exp"(%a) : (tensor<4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<4x8xf32>) -> tensor<30xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.reshape' op changes the element count
+  %0 = "lamina.reshape"(%a) : (tensor<4x8xf32>) -> tensor<30xf32>
+  return %0 : tensor<30xf32>
+}
+
+// -----
+
+func.func @bad_perm(%a: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.transpose' op perm [1, 1] is not a permutation
+  %0 = "lamina.transpose"(%a) {perm = array<i64: 1, 1>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @where_condition(%c: tensor<4xf32>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.where' op condition must be i1
+  %0 = "lamina.where"(%c, %a, %a) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @constant_type() -> tensor<3xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.constant' op value of type tensor<2xf32> does not match the result type tensor<3xf32>
+  %0 = "lamina.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// An importer-style location (FX node name around the user's source line) reports the user's line.
+func.func @user_location(%a: tensor<4xf32>, %b: tensor<5xf32>) -> tensor<4xf32> {
+  // CHECK: model.py:12:5: error: 'lamina.mul' op shapes
+  %0 = "lamina.mul"(%a, %b) : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32> loc("mul_1"("model.py":12:5))
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Valid chunks still print: the errors of the others do not stop them.
+// CHECK: func.func @valid
+func.func @valid(%a: tensor<4xf32>) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}
