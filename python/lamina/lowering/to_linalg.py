@@ -1,0 +1,1000 @@
+"""lamina-to-linalg (L3): rewrite every lamina op into linalg / tensor / arith / math on tensors.
+
+    from lamina.lowering.to_linalg import lower_to_linalg
+    lower_to_linalg(module)            # in place; runs lamina-decompose first
+
+or `lamina-opt --lamina-to-linalg`. The pass walks every function of the module, and each
+lamina op is replaced, at its own location, by the ops one function of `_LOWERINGS` builds
+(one function per op family):
+
+* elementwise ops (unary, binary, where, cast) -> one `linalg.generic`; broadcasting is in
+  the indexing maps (size-1 dims read index 0), operand element types are converted to the
+  compute type inside the body (torch promotion: the types infer.py gave the result);
+  f16/bf16 transcendental functions compute in f32, as torch's CPU kernels do.
+* reductions -> `linalg.fill` (identity) + a `linalg.generic` with reduction iterators whose
+  output map keeps reduced dims as constant 0 when keepdim; sums/products/means/variances
+  of f16/bf16 accumulate in f32; var is two-pass (mean, then squared deviations).
+* matmul -> `linalg.matmul` (2-D, or [..., M, K] x [K, N] by collapsing the batch dims into
+  M), `linalg.batch_matmul` (equal batch dims, collapsed into one), or a contraction
+  `linalg.generic` when batch dims broadcast. f16/bf16 accumulate in f32.
+* data movement -> `tensor.collapse_shape`/`expand_shape`/`reshape`, `linalg.transpose`,
+  `tensor.extract_slice`, `tensor.insert_slice`, a gather `linalg.generic` (index_select).
+* constant -> `arith.constant`; iota -> `linalg.generic` on `linalg.index`.
+
+Dynamic dims (`?`) get their sizes from `tensor.dim` of an operand.
+
+What the lowered IR needs downstream (beyond the DESIGN.md CPU pipeline): `convert-math-to-funcs`
+(math.ipowi of integer pow; after bufferization, whose function-boundary analysis rejects
+the cf-based helper it creates), and `convert-math-to-llvm,
+convert-math-to-libm` before `convert-to-llvm` (math.erf has no LLVM intrinsic: it becomes a
+call to libm's erff/erf, which the JIT resolves in-process). See CPU_PIPELINE below.
+"""
+from __future__ import annotations
+
+import math as _pymath
+from typing import Callable, Sequence
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, linalg, math, tensor
+
+from lamina.dialect import infer, ops
+from lamina.dialect import types as T
+from lamina.transforms.decompose import decompose
+from lamina.transforms.registry import register_pass
+
+# The upstream pipeline that takes this pass's output (functions with tensor arguments and
+# results, `llvm.emit_c_interface` on them) to LLVM for the ExecutionEngine, checked with
+# MLIR 22.1.8. Pass libomp.so (DESIGN.md) and mlir/lib/libmlir_c_runner_utils.so (memrefCopy,
+# which strided slices / concat copies between non-contiguous memrefs call) to the
+# ExecutionEngine.
+CPU_PIPELINE = (
+    "builtin.module(linalg-fuse-elementwise-ops, "
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, "
+    "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
+    "func.func(convert-linalg-to-parallel-loops), convert-scf-to-openmp, expand-strided-metadata, "
+    "lower-affine, finalize-memref-to-llvm, convert-math-to-funcs, convert-scf-to-cf, convert-math-to-llvm, "
+    "convert-math-to-libm, convert-to-llvm, reconcile-unrealized-casts)"
+)
+
+_LOWERINGS: dict[str, Callable[[ir.Operation], ir.Value]] = {}
+
+
+def lowering(*names):
+    def register(fn):
+        for n in names:
+            _LOWERINGS["lamina." + n] = fn
+        return fn
+    return register
+
+
+# ---- small builders ---------------------------------------------------------------
+
+def _rt(v_or_t) -> ir.RankedTensorType:
+    t = v_or_t.type if isinstance(v_or_t, ir.Value) else v_or_t
+    return ir.RankedTensorType(t)
+
+
+def _shape(v_or_t) -> list:
+    return T.shape_of(_rt(v_or_t))
+
+
+def _name(t: ir.Type) -> str:
+    return str(t)
+
+
+def _is_float(t) -> bool:
+    return T.is_float(t)
+
+
+def _is_bool(t) -> bool:
+    return _name(t) == "i1"
+
+
+def _width(t) -> int:
+    n = _name(t)
+    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(n) or ir.IntegerType(t).width
+
+
+def _idx(i: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), i)
+
+
+def _const(t: ir.Type, value) -> ir.Value:
+    """A scalar constant of element type `t` (float, int or bool)."""
+    if _is_float(t):
+        return arith.constant(t, float(value))
+    if _is_bool(t):
+        return arith.constant(t, ir.IntegerAttr.get(t, 1 if value else 0))
+    return arith.constant(t, ir.IntegerAttr.get(t, int(value)))
+
+
+# ---- bool storage: i1 tensors live in memory as i8 (torch.bool's byte layout) -------------
+# MLIR 22.1.8 cannot lower memref<...xi1> loads/stores to LLVM (an assertion in
+# MemRefToLLVM), so no i1 tensor may reach bufferization. While lowering, an i1 tensor is
+# an i8 "storage" tensor wrapped in a marked builtin.unrealized_conversion_cast to the i1
+# type (so unlowered lamina ops still see i1); the helpers below strip the wrapper, build
+# on the i8 tensor and convert scalars in linalg bodies (trunci on read, extui on write).
+# At the end, function arguments/results and calls use the i8 tensors, and the wrappers go.
+_MARK = "lamina.bool_storage"
+
+
+def _st_type(t: ir.Type) -> ir.Type:
+    """Storage type of a tensor type: i1 elements are stored as i8."""
+    rt = ir.RankedTensorType(t)
+    if _name(rt.element_type) == "i1":
+        return ir.RankedTensorType.get(rt.shape, ir.IntegerType.get_signless(8))
+    return rt
+
+
+def _wrap(storage: ir.Value, logical_type: ir.Type) -> ir.Value:
+    """The logical (i1) view of an i8 storage tensor."""
+    if storage.type == logical_type:
+        return storage
+    op = ir.Operation.create("builtin.unrealized_conversion_cast", results=[logical_type],
+                             operands=[storage], attributes={_MARK: ir.UnitAttr.get()})
+    return op.result
+
+
+def _is_mark(op) -> bool:
+    return op.name == "builtin.unrealized_conversion_cast" and _MARK in op.attributes
+
+
+def _st(v: ir.Value) -> ir.Value:
+    """The storage tensor behind a logical value."""
+    if isinstance(v, ir.OpResult) and _is_mark(v.owner):
+        return v.owner.operands[0]
+    return v
+
+
+def _one(x) -> ir.Value:
+    """The single result of what a builder returned (Value, OpView or result list)."""
+    if isinstance(x, ir.Value):
+        return x
+    if hasattr(x, "results"):
+        return x.results[0]
+    return x[0]
+
+
+def _loop_index(d: int) -> ir.Value:
+    return linalg.IndexOp(ir.IntegerAttr.get(ir.IntegerType.get_signless(64), d)).result
+
+
+def _dim(v: ir.Value, i: int) -> ir.Value:
+    return tensor.dim(_st(v), _idx(i))
+
+
+def _empty(result_type: ir.RankedTensorType, dyn: Sequence[ir.Value | None]) -> ir.Value:
+    """tensor.empty of `result_type`; dyn[i] is the size Value of dynamic dim i."""
+    rt = ir.RankedTensorType(result_type)
+    sizes = []
+    for i, s in enumerate(T.shape_of(rt)):
+        if s is None:
+            if dyn[i] is None:
+                raise NotImplementedError(f"lamina-to-linalg: no size for dynamic dim {i} of {rt}")
+            sizes.append(dyn[i])
+        else:
+            sizes.append(s)
+    return _wrap(tensor.empty(sizes, ir.RankedTensorType(_st_type(rt)).element_type), rt)
+
+
+def _maps_attr(maps: Sequence[ir.AffineMap]) -> ir.ArrayAttr:
+    return ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
+
+
+def _iters(kinds: Sequence[str]) -> ir.ArrayAttr:
+    return ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in kinds])
+
+
+def _generic(inputs: Sequence[ir.Value], inits: Sequence[ir.Value], maps: Sequence[ir.AffineMap],
+             iterators: Sequence[str], body: Callable[..., Sequence[ir.Value]]) -> list[ir.Value]:
+    """linalg.generic; body(*scalar_args) builds the region and returns the values to yield."""
+    st_in, st_init = [_st(v) for v in inputs], [_st(v) for v in inits]
+    op = linalg.GenericOp([v.type for v in st_init], st_in, st_init, _maps_attr(maps), _iters(iterators))
+    logical = [_rt(v).element_type for v in list(inputs) + list(inits)]
+    block = op.regions[0].blocks.append(*[_rt(v).element_type for v in st_in + st_init])
+    with ir.InsertionPoint(block):
+        args = [arith.trunci(t, a) if _name(t) == "i1" and _name(a.type) != "i1" else a
+                for a, t in zip(block.arguments, logical)]
+        vals = list(body(*args))
+        vals = [arith.extui(_rt(o).element_type, v) if _name(v.type) == "i1" and _name(_rt(o).element_type) != "i1"
+                else v for v, o in zip(vals, st_init)]
+        linalg.YieldOp(vals)
+    return [_wrap(r, i.type) for r, i in zip(op.results, inits)]
+
+
+def _fill(value: ir.Value, init: ir.Value) -> ir.Value:
+    st = _st(init)
+    if _name(value.type) == "i1" and _name(_rt(st).element_type) != "i1":
+        value = arith.extui(_rt(st).element_type, value)
+    return _wrap(_one(linalg.fill(value, outs=[st])), init.type)
+
+
+def _bcast_map(in_shape, out_shape) -> ir.AffineMap:
+    """Indexing map reading an operand of `in_shape` broadcast (numpy rules) to `out_shape`."""
+    R, r = len(out_shape), len(in_shape)
+    exprs = []
+    for j, s in enumerate(in_shape):
+        i = j + R - r
+        if s == 1 and out_shape[i] != 1:
+            exprs.append(ir.AffineConstantExpr.get(0))
+        else:
+            exprs.append(ir.AffineDimExpr.get(i))
+    return ir.AffineMap.get(R, 0, exprs)
+
+
+def _bcast_dyn_sizes(result_type, operands: Sequence[ir.Value]) -> list:
+    """Sizes of the result's dynamic dims, from an operand whose aligned dim is dynamic."""
+    out = T.shape_of(result_type)
+    R = len(out)
+    dyn = []
+    for i, s in enumerate(out):
+        if s is not None:
+            dyn.append(None)
+            continue
+        found = None
+        for v in operands:
+            sh = _shape(v)
+            j = i - (R - len(sh))
+            if j >= 0 and sh[j] is None:
+                found = _dim(v, j)
+                break
+        dyn.append(found)
+    return dyn
+
+
+def _elementwise(operands: Sequence[ir.Value], result_type, fn) -> ir.Value:
+    """One linalg.generic over the broadcast shape; fn(*scalars) -> scalar of the result type."""
+    rt = ir.RankedTensorType(result_type)
+    out_shape = T.shape_of(rt)
+    init = _empty(rt, _bcast_dyn_sizes(rt, operands))
+    maps = [_bcast_map(_shape(v), out_shape) for v in operands] + [ir.AffineMap.get_identity(rt.rank)]
+    return _generic(operands, [init], maps, ["parallel"] * rt.rank, lambda *a: [fn(*a[:-1])])[0]
+
+
+# ---- scalar conversions (torch semantics) ---------------------------------------------
+
+def convert(x: ir.Value, dst: ir.Type) -> ir.Value:
+    """Convert scalar `x` to element type `dst` like torch's .to(dtype)."""
+    src = x.type
+    if _name(src) == _name(dst):
+        return x
+    if _is_bool(dst):
+        if _is_float(src):
+            return arith.cmpf(arith.CmpFPredicate.UNE, x, _const(src, 0.0))
+        return arith.cmpi(arith.CmpIPredicate.ne, x, _const(src, 0))
+    if _is_float(dst):
+        if _is_bool(src):
+            return arith.uitofp(dst, x)
+        if not _is_float(src):
+            return arith.sitofp(dst, x)
+        if _width(src) == _width(dst):  # f16 <-> bf16
+            return arith.truncf(dst, arith.extf(ir.F32Type.get(), x))
+        if _width(dst) > _width(src):
+            return arith.extf(dst, x)
+        if _width(src) == 64 and _width(dst) == 16:
+            # f64 -> f16/bf16 would call compiler-rt's __truncdfhf2/__truncdfbf2, which the
+            # JIT does not find: go through f32 (torch rounds once; this may differ in 1 ulp).
+            x = arith.truncf(ir.F32Type.get(), x)
+        return arith.truncf(dst, x)
+    # integer destination
+    if _is_bool(src):
+        return arith.extui(dst, x)
+    if _is_float(src):
+        return arith.fptosi(dst, x)
+    return arith.extsi(dst, x) if _width(dst) > _width(src) else arith.trunci(dst, x)
+
+
+def _upcast(t: ir.Type) -> ir.Type:
+    """Type transcendental functions and accumulations compute in (f16/bf16 -> f32)."""
+    return ir.F32Type.get() if _name(t) in ("f16", "bf16") else t
+
+
+# ---- unary elementwise --------------------------------------------------------------------
+
+def _unary_scalar(name: str, x: ir.Value, attrs: dict) -> ir.Value:
+    t = x.type
+    if not _is_float(t):
+        if name == "neg":
+            return arith.subi(_const(t, 0), x)
+        if name == "abs":
+            return x if _is_bool(t) else math.absi(x)
+        if name == "relu":
+            return x if _is_bool(t) else arith.maxsi(x, _const(t, 0))
+        if name in ("floor", "ceil"):
+            return x
+        raise NotImplementedError(f"lamina-to-linalg: lamina.{name} of {t}")
+    if name == "neg":
+        return arith.negf(x)
+    if name == "abs":
+        return math.absf(x)
+    if name == "relu":
+        return arith.maximumf(x, _const(t, 0.0))
+    if name == "floor":
+        return math.floor(x)
+    if name == "ceil":
+        return math.ceil(x)
+    # Transcendental: compute in f32 for f16/bf16.
+    ct = _upcast(t)
+    y = convert(x, ct)
+    one = lambda: _const(ct, 1.0)  # noqa: E731
+    if name in ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "sqrt", "rsqrt"):
+        r = getattr(math, name)(y)
+    elif name == "reciprocal":
+        r = arith.divf(one(), y)
+    elif name == "sigmoid":
+        r = arith.divf(one(), arith.addf(one(), math.exp(arith.negf(y))))
+    elif name == "gelu":
+        half = arith.mulf(_const(ct, 0.5), y)
+        if attrs.get("approximate", "none") == "tanh":
+            x3 = arith.mulf(arith.mulf(y, y), y)
+            inner = arith.mulf(_const(ct, _pymath.sqrt(2.0 / _pymath.pi)),
+                               arith.addf(y, arith.mulf(_const(ct, 0.044715), x3)))
+            r = arith.mulf(half, arith.addf(one(), math.tanh(inner)))
+        else:
+            r = arith.mulf(half, arith.addf(one(), math.erf(arith.mulf(y, _const(ct, _pymath.sqrt(0.5))))))
+    else:
+        raise NotImplementedError(f"lamina-to-linalg: lamina.{name}")
+    return convert(r, t)
+
+
+@lowering(*infer.UNARY_OPS)
+def _lower_unary(op: ir.Operation) -> ir.Value:
+    name = op.name.split(".", 1)[1]
+    attrs = ops.attributes_of(op)
+    rt = _rt(op.results[0])
+    return _elementwise([op.operands[0]], rt, lambda x: convert(_unary_scalar(name, x, attrs), rt.element_type))
+
+
+@lowering("logical_not")
+def _lower_logical_not(op: ir.Operation) -> ir.Value:
+    def fn(x):
+        return arith.xori(convert(x, ir.IntegerType.get_signless(1)), _const(ir.IntegerType.get_signless(1), True))
+    return _elementwise([op.operands[0]], op.results[0].type, fn)
+
+
+@lowering("cast")
+def _lower_cast(op: ir.Operation) -> ir.Value:
+    rt = _rt(op.results[0])
+    return _elementwise([op.operands[0]], rt, lambda x: convert(x, rt.element_type))
+
+
+# ---- binary elementwise -------------------------------------------------------------------
+
+def _promoted(a: ir.Value, b: ir.Value) -> ir.Type:
+    return T.promote([(_rt(a).element_type, _rt(a).rank), (_rt(b).element_type, _rt(b).rank)])
+
+
+def _arith_scalar(name: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    t = x.type
+    if _is_float(t):
+        if name == "pow":
+            return math.powf(x, y)
+        return {"add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "div": arith.divf,
+                "maximum": arith.maximumf, "minimum": arith.minimumf}[name](x, y)
+    if _is_bool(t):
+        fn = {"add": arith.ori, "mul": arith.andi, "maximum": arith.ori, "minimum": arith.andi,
+              "sub": arith.xori, "pow": lambda a, b: arith.ori(a, arith.xori(b, _const(t, True)))}
+        return fn[name](x, y)
+    if name == "pow":
+        return math.ipowi(x, y)
+    return {"add": arith.addi, "sub": arith.subi, "mul": arith.muli, "div": arith.divsi,
+            "maximum": arith.maxsi, "minimum": arith.minsi}[name](x, y)
+
+
+@lowering(*infer.ARITH_BINARY_OPS)
+def _lower_arith_binary(op: ir.Operation) -> ir.Value:
+    name = op.name.split(".", 1)[1]
+    rt = _rt(op.results[0])
+    ct = rt.element_type  # the promoted type (div of ints: f32, true division)
+    return _elementwise(list(op.operands), rt,
+                        lambda x, y: _arith_scalar(name, convert(x, ct), convert(y, ct)))
+
+
+_CMPF = {"eq": "OEQ", "ne": "UNE", "lt": "OLT", "le": "OLE", "gt": "OGT", "ge": "OGE"}
+_CMPI = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_CMPU = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
+
+
+@lowering(*infer.COMPARE_OPS)
+def _lower_compare(op: ir.Operation) -> ir.Value:
+    name = op.name.split(".", 1)[1]
+    a, b = op.operands
+    ct = _promoted(a, b)
+
+    def fn(x, y):
+        x, y = convert(x, ct), convert(y, ct)
+        if _is_float(ct):
+            return arith.cmpf(getattr(arith.CmpFPredicate, _CMPF[name]), x, y)
+        table = _CMPU if _is_bool(ct) else _CMPI  # i1: true (1) > false (0), unsigned
+        return arith.cmpi(getattr(arith.CmpIPredicate, table[name]), x, y)
+    return _elementwise([a, b], op.results[0].type, fn)
+
+
+@lowering(*infer.LOGICAL_BINARY_OPS)
+def _lower_logical(op: ir.Operation) -> ir.Value:
+    name = op.name.split(".", 1)[1]
+    i1 = ir.IntegerType.get_signless(1)
+    fn = {"logical_and": arith.andi, "logical_or": arith.ori, "logical_xor": arith.xori}[name]
+    return _elementwise(list(op.operands), op.results[0].type, lambda x, y: fn(convert(x, i1), convert(y, i1)))
+
+
+@lowering("where")
+def _lower_where(op: ir.Operation) -> ir.Value:
+    rt = _rt(op.results[0])
+    ct = rt.element_type
+    i1 = ir.IntegerType.get_signless(1)
+    return _elementwise(list(op.operands), rt,
+                        lambda c, x, y: arith.select(convert(c, i1), convert(x, ct), convert(y, ct)))
+
+
+# ---- sources ------------------------------------------------------------------------------
+
+@lowering("constant")
+def _lower_constant(op: ir.Operation) -> ir.Value:
+    rt = _rt(op.results[0])
+    value = op.attributes["value"]
+    if value.type != rt:
+        dense = ir.DenseElementsAttr(value)
+        if not dense.is_splat:
+            raise NotImplementedError(f"lamina-to-linalg: constant of type {value.type} for result {rt}")
+        value = ir.DenseElementsAttr.get_splat(rt, dense.get_splat_value())
+    if _name(rt.element_type) == "i1":
+        i8 = ir.IntegerType.get_signless(8)
+        dense = ir.DenseElementsAttr(value)
+        if dense.is_splat:
+            bit = ir.IntegerAttr(dense.get_splat_value()).value
+            stored = ir.DenseElementsAttr.get_splat(_st_type(rt), ir.IntegerAttr.get(i8, 1 if bit else 0))
+        else:
+            bits = np.array([1 if int(ir.IntegerAttr(dense[i]).value) else 0 for i in range(len(dense))], dtype=np.int8)
+            stored = ir.DenseIntElementsAttr.get(bits.reshape(rt.shape), type=_st_type(rt))
+        return _wrap(arith.ConstantOp(_st_type(rt), stored).result, rt)
+    return arith.ConstantOp(rt, value).result
+
+
+@lowering("iota")
+def _lower_iota(op: ir.Operation) -> ir.Value:
+    rt = _rt(op.results[0])
+    if rt.is_dynamic_dim(0):
+        raise NotImplementedError("lamina-to-linalg: lamina.iota of dynamic size")
+    init = tensor.empty([rt.get_dim_size(0)], rt.element_type)
+
+    def body(_out):
+        i = arith.index_cast(ir.IntegerType.get_signless(64), _loop_index(0))
+        return [convert(i, rt.element_type)]
+    return _generic([], [init], [ir.AffineMap.get_identity(1)], ["parallel"], body)[0]
+
+
+# ---- reductions ---------------------------------------------------------------------------
+
+def _reduce_dims(op: ir.Operation) -> tuple[list[int], bool]:
+    rank = _rt(op.operands[0]).rank
+    attrs = ops.attributes_of(op)
+    dims = sorted({infer.normalize_dim(int(d), rank) for d in attrs["dims"]}) if rank else []
+    return dims, bool(attrs["keepdim"])
+
+
+def _reduction(x: ir.Value, dims: list[int], keepdim: bool, result_type, acc_elem: ir.Type, identity,
+               combine, extra: Sequence[tuple[ir.Value, ir.AffineMap]] = ()) -> tuple[ir.Value, ir.AffineMap]:
+    """fill(identity) + linalg.generic reducing `x` over `dims` into a tensor of the result's
+    shape and element type `acc_elem`; combine(x_scalar, *extra_scalars, acc) -> new acc.
+    Returns the accumulator tensor and its indexing map (reused to read it back)."""
+    rank = _rt(x).rank
+    in_shape = _shape(x)
+    exprs, dyn = [], []
+    for i in range(rank):
+        if i in dims:
+            if keepdim:
+                exprs.append(ir.AffineConstantExpr.get(0))
+                dyn.append(None)
+        else:
+            exprs.append(ir.AffineDimExpr.get(i))
+            dyn.append(_dim(x, i) if in_shape[i] is None else None)
+    out_map = ir.AffineMap.get(rank, 0, exprs)
+    acc_type = ir.RankedTensorType.get(ir.RankedTensorType(result_type).shape, acc_elem)
+    init = _empty(acc_type, dyn)
+    filled = _fill(_const(acc_elem, identity), init)
+    inputs = [x] + [v for v, _ in extra]
+    maps = [ir.AffineMap.get_identity(rank)] + [m for _, m in extra] + [out_map]
+    iters = ["reduction" if i in dims else "parallel" for i in range(rank)]
+    res = _generic(inputs, [filled], maps, iters, lambda *a: [combine(*a)])[0]
+    return res, out_map
+
+
+def _count(x: ir.Value, dims: list[int], t: ir.Type) -> ir.Value:
+    """Number of reduced elements, as a scalar of float type `t`."""
+    shape = _shape(x)
+    static = 1
+    dyn = None
+    for d in dims:
+        if shape[d] is None:
+            v = _dim(x, d)
+            dyn = v if dyn is None else arith.muli(dyn, v)
+        else:
+            static *= shape[d]
+    if dyn is None:
+        return _const(t, float(static))
+    n = arith.muli(dyn, _idx(static))
+    return arith.sitofp(t, arith.index_cast(ir.IntegerType.get_signless(64), n))
+
+
+def _map_tensor(v: ir.Value, result_type, fn) -> ir.Value:
+    """Elementwise map of one tensor into `result_type` (same shape)."""
+    return _elementwise([v], ir.RankedTensorType.get(_rt(v).shape, ir.RankedTensorType(result_type).element_type), fn)
+
+
+@lowering("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_mean")
+def _lower_reduce(op: ir.Operation) -> ir.Value:
+    name = op.name.split(".", 1)[1]
+    x = op.operands[0]
+    rt = _rt(op.results[0])
+    elem = rt.element_type
+    dims, keepdim = _reduce_dims(op)
+    if name in ("reduce_max", "reduce_min"):
+        acc = elem
+        if _is_float(elem):
+            ident = float("-inf") if name == "reduce_max" else float("inf")
+            fn = arith.maximumf if name == "reduce_max" else arith.minimumf
+        elif _is_bool(elem):
+            ident = name == "reduce_min"
+            fn = arith.ori if name == "reduce_max" else arith.andi
+        else:
+            w = _width(elem)
+            ident = -(2 ** (w - 1)) if name == "reduce_max" else 2 ** (w - 1) - 1
+            fn = arith.maxsi if name == "reduce_max" else arith.minsi
+    else:
+        acc = _upcast(elem)
+        prod = name == "reduce_prod"
+        ident = 1 if prod else 0
+        if _is_float(acc):
+            fn = arith.mulf if prod else arith.addf
+        else:
+            fn = arith.muli if prod else arith.addi
+    res, _ = _reduction(x, dims, keepdim, rt, acc, ident, lambda a, o: fn(convert(a, acc), o))
+    if name == "reduce_mean":
+        n = _count(x, dims, acc)
+        return _map_tensor(res, rt, lambda s: convert(arith.divf(s, n), elem))
+    if _name(acc) != _name(elem):
+        return _map_tensor(res, rt, lambda s: convert(s, elem))
+    return res
+
+
+@lowering("var")
+def _lower_var(op: ir.Operation) -> ir.Value:
+    x = op.operands[0]
+    rt = _rt(op.results[0])
+    elem = rt.element_type
+    acc = _upcast(elem)
+    dims, keepdim = _reduce_dims(op)
+    correction = float(ops.attributes_of(op)["correction"])
+    n = _count(x, dims, acc)
+    # Pass 1: the mean.
+    total, out_map = _reduction(x, dims, keepdim, rt, acc, 0.0, lambda a, o: arith.addf(convert(a, acc), o))
+    mean = _map_tensor(total, ir.RankedTensorType.get(rt.shape, acc), lambda s: arith.divf(s, n))
+
+    # Pass 2: sum of squared deviations, divided by max(N - correction, 0).
+    def sq(a, m, o):
+        d = arith.subf(convert(a, acc), m)
+        return arith.addf(arith.mulf(d, d), o)
+    ssd, _ = _reduction(x, dims, keepdim, rt, acc, 0.0, sq, extra=[(mean, out_map)])
+    denom = arith.maximumf(arith.subf(n, _const(acc, correction)), _const(acc, 0.0))
+    return _map_tensor(ssd, rt, lambda s: convert(arith.divf(s, denom), elem))
+
+
+# ---- matmul -------------------------------------------------------------------------------
+
+def _collapse(v: ir.Value, groups: list[list[int]]) -> ir.Value:
+    shape = _shape(v)
+    out = []
+    for g in groups:
+        sizes = [shape[i] for i in g]
+        out.append(None if None in sizes else _pymath.prod(sizes))
+    rt = T.tensor_type(out, _rt(v).element_type)
+    return _wrap(tensor.collapse_shape(_st_type(rt), _st(v), _reassoc_attr(groups)), rt)
+
+
+def _reassoc_attr(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+
+
+def _expand(v: ir.Value, result_type, groups: list[list[int]], sizes: Sequence[ir.Value | int]) -> ir.Value:
+    """tensor.expand_shape of `v` into `result_type`; sizes: int or index Value per result dim."""
+    dyn = [s for s in sizes if not isinstance(s, int)]
+    static = [s if isinstance(s, int) else T.DYNAMIC for s in sizes]
+    return _wrap(tensor.expand_shape(_st_type(result_type), _st(v), _reassoc_attr(groups), dyn, static), result_type)
+
+
+@lowering("matmul")
+def _lower_matmul(op: ir.Operation) -> ir.Value:
+    a, b = op.operands
+    rt = _rt(op.results[0])
+    elem = rt.element_type
+    if _is_bool(elem):
+        raise NotImplementedError("lamina-to-linalg: lamina.matmul of i1")
+    acc = _upcast(elem)
+    sa, sb, so = _shape(a), _shape(b), T.shape_of(rt)
+    ra, rb, ro = len(sa), len(sb), len(so)
+
+    def size(v, i, static):
+        return static if static is not None else _dim(v, i)
+
+    def zeros(shape_vals):
+        t = ir.RankedTensorType.get([s if isinstance(s, int) else T.DYNAMIC for s in shape_vals], acc)
+        e = tensor.empty(list(shape_vals), acc)
+        return _fill(_const(acc, 0), e)
+
+    def finish(res):
+        if _name(acc) != _name(elem):
+            return _map_tensor(res, ir.RankedTensorType.get(_rt(res).shape, elem), lambda s: convert(s, elem))
+        return res
+
+    M = size(a, ra - 2, sa[-2])
+    N = size(b, rb - 1, sb[-1])
+    if ra == 2 and rb == 2:
+        return finish(_one(linalg.matmul(a, b, outs=[zeros([M, N])])))
+    if rb == 2 and sa[:-1].count(None) <= 1:  # expand_shape allows one dynamic size per group
+        # [..., M, K] x [K, N]: fold the batch dims into M, one 2-D matmul, unfold.
+        a2 = _collapse(a, [list(range(ra - 1)), [ra - 1]])
+        rows = size(a2, 0, _shape(a2)[0])
+        r2 = _one(linalg.matmul(a2, b, outs=[zeros([rows, N])]))
+        r2 = finish(r2)
+        out_sizes = [size(a, i, sa[i]) for i in range(ra - 1)] + [N]
+        return _expand(r2, rt, [list(range(ra - 1)), [ra - 1]], out_sizes)
+    if ra == rb and sa[:-2] == sb[:-2] and None not in sa[:-2]:
+        # Equal (static) batch dims: collapse them into one and use batch_matmul.
+        groups = [list(range(ra - 2)), [ra - 2], [ra - 1]]
+        a3, b3 = _collapse(a, groups), _collapse(b, groups)
+        B = _pymath.prod(sa[:-2])
+        r3 = finish(_one(linalg.batch_matmul(a3, b3, outs=[zeros([B, M, N])])))
+        if ra == 3:
+            return r3
+        out_sizes = list(sa[:-2]) + [M, N]
+        return _expand(r3, rt, groups, out_sizes)
+    # Broadcasting batch dims: one contraction generic, loops (batch..., m, n, k).
+    nb = ro - 2
+    L = ro + 1
+    d = ir.AffineDimExpr.get
+
+    def operand_map(shape, last2):
+        exprs = []
+        for j, s in enumerate(shape[:-2]):
+            i = j + nb - (len(shape) - 2)
+            exprs.append(ir.AffineConstantExpr.get(0) if (s == 1 and so[i] != 1) else d(i))
+        return ir.AffineMap.get(L, 0, exprs + [d(x) for x in last2])
+    maps = [operand_map(sa, [nb, nb + 2]), operand_map(sb, [nb + 2, nb + 1]),
+            ir.AffineMap.get(L, 0, [d(i) for i in range(ro)])]
+    out_sizes = []
+    for i in range(nb):
+        if so[i] is not None:
+            out_sizes.append(so[i])
+            continue
+        for v, sh in ((a, sa), (b, sb)):
+            j = i - (nb - (len(sh) - 2))
+            if j >= 0 and sh[j] is None:
+                out_sizes.append(_dim(v, j))
+                break
+        else:
+            raise NotImplementedError(f"lamina-to-linalg: matmul {rt}: unknown size of batch dim {i}")
+    out_sizes += [M, N]
+    init = zeros(out_sizes)
+    if _is_float(acc):
+        body = lambda x, y, o: [arith.addf(o, arith.mulf(convert(x, acc), convert(y, acc)))]  # noqa: E731
+    else:
+        body = lambda x, y, o: [arith.addi(o, arith.muli(x, y))]  # noqa: E731
+    res = _generic([a, b], [init], maps, ["parallel"] * ro + ["reduction"], body)[0]
+    return finish(res)
+
+
+# ---- data movement ------------------------------------------------------------------------
+
+def _reassociation(big: list, small: list):
+    """Groups of `big` dims whose products are the `small` dims, or None (static sizes only)."""
+    if None in big or None in small:
+        return None
+    groups, i = [], 0
+    for s in small:
+        g, p = [], 1
+        while i < len(big) and (not g or p < s):
+            g.append(i)
+            p *= big[i]
+            i += 1
+        if p != s or not g:
+            return None
+        groups.append(g)
+    # Trailing size-1 dims join the last group.
+    while i < len(big):
+        if big[i] != 1 or not groups:
+            return None
+        groups[-1].append(i)
+        i += 1
+    return groups
+
+
+@lowering("reshape")
+def _lower_reshape(op: ir.Operation) -> ir.Value:
+    x = op.operands[0]
+    rt = _rt(op.results[0])
+    si, so = _shape(x), T.shape_of(rt)
+    if si == so:
+        return x if x.type == rt else _wrap(tensor.cast(_st_type(rt), _st(x)), rt)
+    if None in si or None in so:
+        raise NotImplementedError(f"lamina-to-linalg: reshape with dynamic dims {_rt(x)} -> {rt}")
+    if len(so) < len(si):
+        groups = _reassociation(si, so)
+        if groups is not None:
+            return _wrap(tensor.collapse_shape(_st_type(rt), _st(x), _reassoc_attr(groups)), rt)
+    elif len(so) > len(si):
+        groups = _reassociation(so, si)
+        if groups is not None:
+            return _expand(x, rt, groups, so)
+    if not so or not si:
+        # To or from rank 0 (all sizes 1): collapse / expand with no groups.
+        if not so:
+            return _wrap(tensor.collapse_shape(_st_type(rt), _st(x), _reassoc_attr([])), rt)
+        return _expand(x, rt, [], so)
+    i64 = ir.IntegerType.get_signless(64)
+    shape_t = ir.RankedTensorType.get([len(so)], i64)
+    shape = arith.ConstantOp(shape_t, ir.DenseIntElementsAttr.get(np.asarray(so, dtype=np.int64), type=shape_t)).result
+    return _wrap(tensor.reshape(_st_type(rt), _st(x), shape), rt)
+
+
+@lowering("broadcast_to")
+def _lower_broadcast_to(op: ir.Operation) -> ir.Value:
+    x = op.operands[0]
+    rt = _rt(op.results[0])
+    si, so = _shape(x), T.shape_of(rt)
+    dyn = []
+    for i, s in enumerate(so):
+        j = i - (len(so) - len(si))
+        if s is None:
+            if j < 0 or si[j] != None:  # noqa: E711
+                raise NotImplementedError(f"lamina-to-linalg: broadcast_to {rt}: unknown size of dim {i}")
+            dyn.append(_dim(x, j))
+        else:
+            dyn.append(None)
+    init = _empty(rt, dyn)
+    maps = [_bcast_map(si, so), ir.AffineMap.get_identity(rt.rank)]
+    return _generic([x], [init], maps, ["parallel"] * rt.rank, lambda a, o: [a])[0]
+
+
+@lowering("transpose")
+def _lower_transpose(op: ir.Operation) -> ir.Value:
+    x = op.operands[0]
+    rt = _rt(op.results[0])
+    perm = [int(p) for p in ops.attributes_of(op)["perm"]]
+    si = _shape(x)
+    if perm == sorted(perm):
+        return x
+    init = _empty(rt, [_dim(x, p) if si[p] is None else None for p in perm])
+    return _wrap(_one(linalg.transpose(_st(x), outs=[_st(init)], permutation=perm)), rt)
+
+
+def _slice_offsets(size, start: int, end: int, step: int):
+    """(offset, size) of input[start:end:step] along a dim of static `size` (as infer.slice_size)."""
+    s = min(max(start + size if start < 0 else start, 0), size)
+    return s, infer.slice_size(size, start, end, step)
+
+
+@lowering("slice")
+def _lower_slice(op: ir.Operation) -> ir.Value:
+    x = op.operands[0]
+    rt = _rt(op.results[0])
+    attrs = ops.attributes_of(op)
+    si = _shape(x)
+    dim = infer.normalize_dim(int(attrs["dim"]), len(si))
+    start, end, step = int(attrs["start"]), int(attrs["end"]), int(attrs["step"])
+    offsets = [0] * len(si)
+    sizes: list = [s if s is not None else _dim(x, i) for i, s in enumerate(si)]
+    strides = [1] * len(si)
+    strides[dim] = step
+    if si[dim] is not None:
+        offsets[dim], sizes[dim] = _slice_offsets(si[dim], start, end, step)
+    else:
+        # Runtime normalization: clamp(start/end (+size if negative), 0, size).
+        n = sizes[dim]
+        zero = _idx(0)
+
+        def norm(v):
+            c = arith.addi(n, _idx(v)) if v < 0 else _idx(v)
+            return arith.minsi(arith.maxsi(c, zero), n)
+        s0, e0 = norm(start), norm(end)
+        length = arith.subi(e0, s0)
+        count = arith.divsi(arith.addi(length, _idx(step - 1)), _idx(step))
+        offsets[dim], sizes[dim] = s0, arith.maxsi(count, zero)
+    return _extract_slice(x, rt, offsets, sizes, strides)
+
+
+def _mixed(vals):
+    dyn = [v for v in vals if not isinstance(v, int)]
+    static = [v if isinstance(v, int) else T.DYNAMIC for v in vals]
+    return dyn, static
+
+
+def _extract_slice(x, rt, offsets, sizes, strides):
+    do, so_ = _mixed(offsets)
+    ds, ss = _mixed(sizes)
+    dt, st = _mixed(strides)
+    return _wrap(tensor.extract_slice(_st_type(rt), _st(x), do, ds, dt, so_, ss, st), rt)
+
+
+def _insert_slice(src, dest, offsets, sizes):
+    do, so_ = _mixed(offsets)
+    ds, ss = _mixed(sizes)
+    dt, st = _mixed([1] * len(sizes))
+    return _wrap(tensor.insert_slice(_st(src), _st(dest), do, ds, dt, so_, ss, st), dest.type)
+
+
+@lowering("concat")
+def _lower_concat(op: ir.Operation) -> ir.Value:
+    a, b = op.operands
+    rt = _rt(op.results[0])
+    sa, sb, so = _shape(a), _shape(b), T.shape_of(rt)
+    dim = infer.normalize_dim(int(ops.attributes_of(op)["dim"]), len(so))
+    size_a = [s if s is not None else _dim(a, i) for i, s in enumerate(sa)]
+    size_b = [s if s is not None else _dim(b, i) for i, s in enumerate(sb)]
+    dyn = []
+    for i, s in enumerate(so):
+        if s is not None:
+            dyn.append(None)
+        elif i == dim:
+            x, y = size_a[i], size_b[i]
+            dyn.append(arith.addi(x if not isinstance(x, int) else _idx(x), y if not isinstance(y, int) else _idx(y)))
+        else:
+            dyn.append(size_a[i] if not isinstance(size_a[i], int) else _idx(size_a[i]))
+    init = _empty(rt, dyn)
+    # A statically empty operand is skipped (its insert_slice would not verify).
+    r = init if 0 in sa else _insert_slice(a, init, [0] * len(so), size_a)
+    off = [0] * len(so)
+    off[dim] = size_a[dim]
+    return r if 0 in sb else _insert_slice(b, r, off, size_b)
+
+
+@lowering("index_select")
+def _lower_index_select(op: ir.Operation) -> ir.Value:
+    x, idx = op.operands
+    rt = _rt(op.results[0])
+    si, sidx = _shape(x), _shape(idx)
+    dim = infer.normalize_dim(int(ops.attributes_of(op)["dim"]), len(si))
+    k = len(sidx)
+    dyn = []
+    for i, s in enumerate(T.shape_of(rt)):
+        if s is not None:
+            dyn.append(None)
+        elif i < dim:
+            dyn.append(_dim(x, i))
+        elif i < dim + k:
+            dyn.append(_dim(idx, i - dim))
+        else:
+            dyn.append(_dim(x, i - k + 1))
+    init = _empty(rt, dyn)
+    R = rt.rank
+    idx_map = ir.AffineMap.get(R, 0, [ir.AffineDimExpr.get(dim + j) for j in range(k)])
+    size_along = _dim(x, dim) if si[dim] is None else _idx(si[dim])
+
+    def body(i, _out):
+        iv = arith.index_cast(ir.IndexType.get(), i)
+        # Negative indices count from the end, as in torch.
+        iv = arith.select(arith.cmpi(arith.CmpIPredicate.slt, iv, _idx(0)), arith.addi(iv, size_along), iv)
+        coords = [_loop_index(d) for d in range(dim)] + [iv] + [_loop_index(dim + k + j) for j in range(len(si) - dim - 1)]
+        return [tensor.extract(_st(x), coords)]
+    return _generic([idx], [init], [idx_map, ir.AffineMap.get_identity(R)], ["parallel"] * R, body)[0]
+
+
+# ---- the pass -----------------------------------------------------------------------------
+
+def _lamina_ops(module: ir.Module) -> list[ir.Operation]:
+    found = []
+
+    def visit(op):
+        if op.name.startswith("lamina."):
+            found.append(op.operation if hasattr(op, "operation") else op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def lower_op(op: ir.Operation) -> None:
+    """Replace one lamina op by its linalg/tensor/arith/math lowering."""
+    fn = _LOWERINGS.get(op.name)
+    if fn is None:
+        raise NotImplementedError(f"lamina-to-linalg: no lowering for {op.name} at {op.location}")
+    with ir.InsertionPoint(op), op.location:
+        new = fn(op)
+    if hasattr(new, "result") and not isinstance(new, ir.Value):
+        new = new.result
+    if new.type != op.results[0].type:
+        with ir.InsertionPoint(op), op.location:
+            new = _wrap(tensor.cast(_st_type(op.results[0].type), _st(new)), op.results[0].type)
+    op.results[0].replace_all_uses_with(new)
+    op.erase()
+
+
+def _funcs(module: ir.Module):
+    return [op for op in module.body.operations if op.operation.name == "func.func"]
+
+
+def _bools_to_storage_at_entry(module: ir.Module) -> None:
+    """i1 tensor arguments become i8 (storage) arguments, wrapped for the function body."""
+    for f in _funcs(module):
+        if not f.regions[0].blocks:
+            continue
+        entry = f.regions[0].blocks[0]
+        for arg in entry.arguments:
+            if isinstance(arg.type, ir.RankedTensorType) and _name(arg.type.element_type) == "i1":
+                logical = arg.type
+                arg.set_type(_st_type(logical))
+                with ir.InsertionPoint.at_block_begin(entry), f.location:
+                    w = _wrap(arg, logical)
+                arg.replace_all_uses_except(w, w.owner.operation)
+
+
+def _bools_to_storage_at_exit(module: ir.Module) -> None:
+    """Calls and returns use the i8 storage tensors; function types follow; wrappers go."""
+    def visit(op):
+        op = op.operation if hasattr(op, "operation") else op
+        if op.name == "func.call":
+            calls.append(op)
+        elif op.name == "func.return":
+            returns.append(op)
+        elif _is_mark(op):
+            marks.append(op)
+        return ir.WalkResult.ADVANCE
+    calls, returns, marks = [], [], []
+    module.operation.walk(visit)
+    for call in calls:
+        operands = [_st(v) for v in call.operands]
+        types = [_st_type(r.type) if isinstance(r.type, ir.RankedTensorType) else r.type for r in call.results]
+        if operands == list(call.operands) and types == [r.type for r in call.results]:
+            continue
+        with ir.InsertionPoint(call), call.location:
+            new = ir.Operation.create("func.call", results=types, operands=operands,
+                                      attributes={a.name: a.attr for a in call.attributes})
+            for old, r in zip(call.results, new.results):
+                old.replace_all_uses_with(_wrap(r, old.type))
+        call.erase()
+    for ret in returns:
+        for i, v in enumerate(ret.operands):
+            ret.operands[i] = _st(v)
+    for f in _funcs(module):
+        if not f.regions[0].blocks:
+            continue
+        args = [a.type for a in f.regions[0].blocks[0].arguments]
+        results = None
+        for blk in f.regions[0].blocks:
+            last = list(blk.operations)[-1] if len(blk.operations) else None
+            if last is not None and last.operation.name == "func.return":
+                results = [v.type for v in last.operands]
+        ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(args, results if results is not None else ft.results))
+    marks = []
+    module.operation.walk(visit)
+    changed = True
+    while changed:
+        changed = False
+        for m in list(marks):
+            if not list(m.results[0].uses):
+                m.erase()
+                marks.remove(m)
+                changed = True
+
+
+def lower_to_linalg(module: ir.Module) -> None:
+    """Run lamina-decompose, then lower every lamina op of `module` in place.
+
+    Bool tensors: lowered functions take and return i8 tensors where the lamina function
+    had i1 tensors (same bytes as torch.bool); i1 exists only as scalars in linalg bodies.
+    """
+    with module.context:
+        decompose(module)
+        _bools_to_storage_at_entry(module)
+        for op in _lamina_ops(module):
+            lower_op(op)
+        _bools_to_storage_at_exit(module)
+
+
+@register_pass("lamina-to-linalg", level="L3",
+               description="lower every lamina op to linalg/tensor/arith/math on tensors (runs lamina-decompose first)")
+def run(module: ir.Module, **options) -> None:
+    lower_to_linalg(module)

@@ -1,0 +1,123 @@
+"""JIT harness for the lowering numerics tests: lamina funcs -> lamina-to-linalg -> LLVM -> run.
+
+The upstream pipeline the lowered IR needs is PIPELINE (same as to_linalg.CPU_PIPELINE):
+DESIGN.md's CPU pipeline plus `convert-math-to-funcs` after bufferization (math.ipowi; its cf-based helper
+functions must not meet one-shot-bufferize) and
+`convert-math-to-llvm, convert-math-to-libm` before `convert-to-llvm` (math.erf -> libm erff).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+import torch
+from mlir import ir, passmanager
+from mlir.dialects import func
+from mlir.execution_engine import ExecutionEngine
+
+from lamina.dialect import make_context
+from lamina.dialect import types as T
+from lamina.lowering.to_linalg import lower_to_linalg
+
+PIPELINE = (
+    "builtin.module(linalg-fuse-elementwise-ops, "
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, "
+    "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
+    "func.func(convert-linalg-to-parallel-loops), convert-scf-to-openmp, expand-strided-metadata, "
+    "lower-affine, finalize-memref-to-llvm, convert-math-to-funcs, convert-scf-to-cf, convert-math-to-llvm, "
+    "convert-math-to-libm, convert-to-llvm, reconcile-unrealized-casts)"
+)
+
+
+def shared_libs() -> list[str]:
+    """libomp (OpenMP runtime, __kmpc_*) and MLIR's C runner utils (memrefCopy, which
+    finalize-memref-to-llvm calls for copies between non-contiguous memrefs)."""
+    import mlir
+
+    pkg = list(mlir.__path__)[0]
+    site = os.path.dirname(pkg)
+    return [os.path.join(site, "cmeel.prefix", "lib", "libomp.so"),
+            os.path.join(pkg, "lib", "libmlir_c_runner_utils.so")]
+
+
+_DTYPE = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+          "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8, "i1": torch.bool}
+
+
+def _descriptor_type(rank: int):
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_longlong)]
+    if rank:
+        fields += [("shape", ctypes.c_longlong * rank), ("strides", ctypes.c_longlong * rank)]
+    return type(f"MemRef{rank}", (ctypes.Structure,), {"_fields_": fields})
+
+
+def _to_descriptor(t: torch.Tensor):
+    d = _descriptor_type(t.dim())()
+    d.allocated = d.aligned = t.data_ptr()
+    d.offset = 0
+    for i in range(t.dim()):
+        d.shape[i] = t.shape[i]
+        d.strides[i] = t.stride(i)
+    return d
+
+
+def _from_descriptor(d, rank: int, dtype: torch.dtype) -> torch.Tensor:
+    shape = [d.shape[i] for i in range(rank)]
+    strides = [d.strides[i] for i in range(rank)]
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    n = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if all(shape) else 0
+    buf = (ctypes.c_uint8 * max(n * itemsize, 1)).from_address(d.aligned + d.offset * itemsize) if n else None
+    if not n:
+        return torch.empty(shape, dtype=dtype)
+    raw = torch.frombuffer(bytearray(bytes(buf)), dtype=torch.uint8)
+    flat = raw.view(dtype)
+    return torch.as_strided(flat, shape, strides).clone()
+
+
+class Compiled:
+    def __init__(self, engine, sigs, module_text):
+        self.engine, self.sigs, self.module_text = engine, sigs, module_text
+        self._keep = []
+
+    def __call__(self, name: str, *args: torch.Tensor) -> torch.Tensor:
+        rank, dtype = self.sigs[name]
+        args = [a.contiguous() for a in args]
+        res = _descriptor_type(rank)()
+        descs = [_to_descriptor(a) for a in args]
+        ptrs = [ctypes.pointer(ctypes.pointer(res))] + [ctypes.pointer(ctypes.pointer(d)) for d in descs]
+        self.engine.invoke(name, *ptrs)
+        return _from_descriptor(res, rank, dtype)
+
+
+def compile_cases(cases) -> Compiled:
+    """cases: list of (name, [arg tensor types as (shape, dtype-name)], build(*args) -> Value)."""
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.create()
+        sigs = {}
+        with ir.InsertionPoint(module.body):
+            for name, arg_types, build in cases:
+                types = [T.tensor_type(s, e) for s, e in arg_types]
+                fop = func.FuncOp(name, (types, []))
+                block = fop.add_entry_block()
+                with ir.InsertionPoint(block):
+                    result = build(*block.arguments)
+                    func.ReturnOp([result])
+                fop.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(types, [result.type]))
+                fop.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                rt = ir.RankedTensorType(fop.type.results[0])
+                sigs[name] = (rt.rank, _DTYPE[str(rt.element_type)])
+        lower_to_linalg(module)
+        module.operation.verify()
+        text = str(module)
+        for op in module.body.operations:
+            for blk in op.regions[0].blocks:
+                for inner in blk.operations:
+                    assert not inner.operation.name.startswith("lamina."), inner
+        passmanager.PassManager.parse(PIPELINE).run(module.operation)
+        engine = ExecutionEngine(module, opt_level=2, shared_libs=shared_libs())
+    c = Compiled(engine, sigs, text)
+    c.ctx = ctx
+    c.module = module
+    return c
