@@ -1,0 +1,370 @@
+"""lamina-tile-cpu (L4): tile, parallelize and vectorize contraction kernels with a
+transform-dialect schedule.
+
+Runs on kernel functions (`lamina.kernel`) after lamina-kernel-abi, while their bodies are
+still linalg on tensors (between bufferization.to_tensor and materialize_in_destination).
+Kernels without a contraction (linalg.matmul, linalg.batch_matmul, or a linalg.generic that
+`linalg.isa_contraction_op` accepts) are left untouched. For each contraction C:
+
+  1. fuse the elementwise epilogue (upstream linalg-fuse-elementwise-ops, on this kernel only)
+     so bias + relu (...) become one linalg.generic E consuming C;
+  2. decide, and record as attributes on C before anything is applied (a user who sets them
+     first wins; the pass then only fills in what is missing):
+        lamina.tile_sizes   = array<i64: 64, 64, 0>   outer tiles per loop of C (0 = whole loop;
+                                                      the reduction loops must be 0), run in
+                                                      parallel (scf.forall -> OpenMP)
+        lamina.vector_sizes = array<i64: 8, 32, 1>    register tile per loop of C (the vector
+                                                      shape; the reduction loop steps by it)
+  3. apply the schedule (passes/cpu-tiling.mlir documents the same sequence for one matmul):
+        tile_using_forall(root = E if C feeds only E, else C)  + fuse C and C's init (fill)
+        tile_using_for every op in the forall by its register tile; peel every such loop so
+        full tiles have static shapes; vectorize (masked on the peeled remainders);
+        reduction_to_contract, hoist the accumulator out of the k loop
+        (hoist_loop_invariant_subsets), lower vector.contract to outer products (FMAs).
+
+The output still needs bufferization and the vector lowerings: passes/cpu-tiled.pipeline.
+Options (lamina-opt `--lamina-tile-cpu="annotate-only=1"`): annotate_only records the
+decisions without applying them; dump_schedule prints each generated transform script.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from mlir import ir, passmanager
+from mlir.dialects import linalg
+from mlir.dialects.transform import interpreter
+
+from ..transforms.registry import register_pass
+from .kernel_abi import kernel_functions
+
+TILE_SIZES = "lamina.tile_sizes"
+VECTOR_SIZES = "lamina.vector_sizes"
+TILE_ID = "lamina.tile_id"
+
+# Defaults for f32 on AVX2/AVX-512: an 8x32 accumulator (8 rows of 32 lanes = 16 zmm or 32 ymm
+# registers worth of FMAs per k step, B row loaded once, A scalars broadcast) and 64x64 output
+# tiles per OpenMP task (A/B panels of 64xK stay in L2 for K up to a few thousand).
+OUTER_MN = (64, 64)
+REGISTER_MN = (8, 32)
+
+
+# ---- analysis ---------------------------------------------------------------------------------
+
+def _is_contraction(op) -> bool:
+    name = op.operation.name
+    if name in ("linalg.matmul", "linalg.batch_matmul"):
+        return True
+    if name == "linalg.generic":
+        try:
+            return bool(linalg.isa_contraction_op(op.operation))
+        except Exception:
+            return False
+    return False
+
+
+def _loop_kinds(op) -> list[str]:
+    """'parallel'/'reduction' per loop of a contraction op (named ops: from their shape)."""
+    name = op.operation.name
+    if name == "linalg.matmul":
+        return ["parallel", "parallel", "reduction"]
+    if name == "linalg.batch_matmul":
+        return ["parallel", "parallel", "parallel", "reduction"]
+    kinds = []
+    for a in ir.ArrayAttr(op.attributes["iterator_types"]):
+        kinds.append("reduction" if "reduction" in str(a) else "parallel")
+    return kinds
+
+
+def _output_loop_dims(op) -> list[int] | None:
+    """Loop dim of each output dim of a contraction, or None if the output map is not a
+    projection (d_i...)."""
+    name = op.operation.name
+    if name == "linalg.matmul":
+        return [0, 1]
+    if name == "linalg.batch_matmul":
+        return [0, 1, 2]
+    maps = ir.ArrayAttr(op.attributes["indexing_maps"])
+    out_map = ir.AffineMapAttr(maps[len(maps) - 1]).value
+    dims = []
+    for e in out_map.results:
+        if not ir.AffineDimExpr.isinstance(e):
+            return None
+        dims.append(ir.AffineDimExpr(e).position)
+    return dims
+
+
+def _default_sizes(kinds: list[str], out_dims: list[int]) -> tuple[list[int], list[int]]:
+    """Outer tile and register tile per loop: the last two output dims are (M, N), any
+    other parallel loops (batch) are tiled by 1, reduction loops stay whole outside and step
+    by 1 inside (an outer-product update per k)."""
+    n = len(kinds)
+    outer = [0] * n
+    inner = [1] * n
+    par = [d for d in out_dims]
+    for d in par[:-2]:
+        outer[d], inner[d] = 1, 1
+    if len(par) >= 2:
+        m, nn = par[-2], par[-1]
+        outer[m], outer[nn] = OUTER_MN
+        inner[m], inner[nn] = REGISTER_MN
+    elif len(par) == 1:
+        outer[par[0]], inner[par[0]] = OUTER_MN[1], REGISTER_MN[1]
+    return outer, inner
+
+
+def _i64s(attr) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(attr))
+
+
+def _elementwise_root(c) -> object | None:
+    """The unique user of C's result when it is an all-parallel linalg.generic whose loops
+    are C's output dims in order (identity output map, same shape): the epilogue to tile
+    around C. None otherwise (C itself is then the root)."""
+    res = c.results[0]
+    users = [u.owner for u in res.uses]
+    if len(users) != 1:
+        return None
+    e = users[0]
+    if e.name != "linalg.generic":
+        return None
+    if any("reduction" in str(a) for a in ir.ArrayAttr(e.attributes["iterator_types"])):
+        return None
+    if len(e.results) != 1 or e.results[0].type != res.type:
+        return None
+    maps = ir.ArrayAttr(e.attributes["indexing_maps"])
+    out_map = ir.AffineMapAttr(maps[len(maps) - 1]).value
+    if not out_map.is_permutation or any(ir.AffineDimExpr(x).position != i
+                                          for i, x in enumerate(out_map.results)):
+        return None
+    # C must be read through an identity map too (so tiles of E line up with tiles of C).
+    for i, operand in enumerate(e.operands):
+        if operand == res:
+            m = ir.AffineMapAttr(maps[i]).value
+            if m != out_map:
+                return None
+    return e
+
+
+# ---- the schedule -------------------------------------------------------------------------------
+
+def _arr(xs) -> str:
+    return "[" + ", ".join(str(x) for x in xs) + "]"
+
+
+def _dense(xs) -> str:
+    return "array<i64: " + ", ".join(str(x) for x in xs) + ">"
+
+
+def _any(n: int) -> str:
+    return ", ".join(["!transform.any_op"] * n)
+
+
+def build_schedule(items: list[dict]) -> str:
+    """A transform module whose @__transform_main(%f) tiles every item (one contraction each)."""
+    A = "!transform.any_op"
+    body = []
+    loops = []
+    for it in items:
+        t = it["id"]
+        n_c = len(it["c_inner"])
+        n_r = len(it["root_inner"])
+        body.append(f'%c{t} = transform.structured.match attributes{{{TILE_ID} = {t} : i64}} in %f : ({A}) -> {A}')
+        if it["has_init"]:
+            body.append(f'%i{t} = transform.get_producer_of_operand %c{t}[{it["init_operand"]}] : ({A}) -> {A}')
+        if it["root_is_c"]:
+            root = f"%c{t}"
+        else:
+            body.append(f'%r{t} = transform.structured.match attributes{{{TILE_ID} = {t + 1000000} : i64}} in %f : ({A}) -> {A}')
+            root = f"%r{t}"
+        body.append(f'%rt{t}, %fa{t} = transform.structured.tile_using_forall {root} tile_sizes {_arr(it["root_outer"])} : ({A}) -> ({A}, {A})')
+        fa = f"%fa{t}"
+        if it["root_is_c"]:
+            ct = f"%rt{t}"
+        else:
+            body.append(f'%ct{t}, %fb{t} = transform.structured.fuse_into_containing_op %c{t} into {fa} : ({A}, {A}) -> ({A}, {A})')
+            ct, fa = f"%ct{t}", f"%fb{t}"
+        if it["has_init"]:
+            body.append(f'%it{t}, %fc{t} = transform.structured.fuse_into_containing_op %i{t} into {fa} : ({A}, {A}) -> ({A}, {A})')
+            fa = f"%fc{t}"
+        # Register tiles: C by its vector sizes; the epilogue and the init by C's output dims.
+        nz = [x for x in it["c_inner"] if x]
+        lc = ", ".join(f"%lc{t}_{j}" for j in range(len(nz)))
+        body.append(f'%cv{t}, {lc} = transform.structured.tile_using_for {ct} tile_sizes {_arr(it["c_inner"])} : ({A}) -> ({_any(1 + len(nz))})')
+        nzi = [i for i, x in enumerate(it["c_inner"]) if x]
+        loops += [f"%lc{t}_{j}" for j, i in enumerate(nzi)
+                  if it["c_kinds"][i] == "parallel" and it["c_inner"][i] > 1]
+        others = []
+        if not it["root_is_c"]:
+            others.append((f"%rt{t}", it["root_inner"], "e"))
+        if it["has_init"]:
+            others.append((f"%it{t}", it["init_inner"], "i"))
+        for h, sizes, tag in others:
+            nzz = [x for x in sizes if x]
+            ls = ", ".join(f"%l{tag}{t}_{j}" for j in range(len(nzz)))
+            body.append(f'%{tag}v{t}, {ls} = transform.structured.tile_using_for {h} tile_sizes {_arr(sizes)} : ({A}) -> ({_any(1 + len(nzz))})')
+            loops += [f"%l{tag}{t}_{j}" for j, x in enumerate(nzz) if x > 1]
+    # Peel every register-tile loop over a parallel dim: full tiles get static shapes (plain
+    # vectors), the remainders keep dynamic shapes (masked vectors). A loop whose trip count
+    # divides evenly cannot be peeled (a silenceable failure): suppressed, nothing to do.
+    if loops:
+        body.append(f'%loops = transform.merge_handles {", ".join(loops)} : {A}')
+        body.append('%floops = transform.cast %loops : !transform.any_op to !transform.op<"scf.for">')
+        body.append('transform.foreach %floops : !transform.op<"scf.for"> {\n'
+                    '^bb0(%l: !transform.op<"scf.for">):\n'
+                    '  transform.sequence %l : !transform.op<"scf.for"> failures(suppress) {\n'
+                    '  ^bb1(%l1: !transform.op<"scf.for">):\n'
+                    '    %main, %rem = transform.loop.peel %l1 : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)\n'
+                    '  }\n'
+                    '}')
+    body.append('transform.apply_patterns to %f {\n  transform.apply_patterns.canonicalization\n} : !transform.any_op')
+    # Vectorize: everything static first (vector.contract for C), then the remainders, masked.
+    body.append(f'%v = transform.structured.vectorize_children_and_apply_patterns %f : ({A}) -> {A}')
+    seen = set()
+    for it in items:
+        for sizes in (it["c_inner"], it["root_inner"], it.get("init_inner")):
+            if sizes is None or tuple(sizes) in seen:
+                continue
+            seen.add(tuple(sizes))
+            k = "_".join(str(x) for x in sizes)
+            body.append(f'%rem_{k} = transform.structured.match attributes{{{VECTOR_SIZES} = {_dense(sizes)}}} in %v : ({A}) -> {A}')
+            body.append(f'transform.foreach %rem_{k} : {A} {{\n^bb0(%o: {A}):\n'
+                        f'  transform.structured.vectorize %o vector_sizes {_arr(sizes)} : {A}\n}}')
+    body.append('transform.apply_patterns to %v {\n'
+                '  transform.apply_patterns.vector.reduction_to_contract\n'
+                '  transform.apply_patterns.vector.transfer_permutation_patterns\n'
+                '  transform.apply_patterns.vector.lower_masked_transfers\n'
+                '  transform.apply_patterns.canonicalization\n'
+                '} : !transform.any_op')
+    body.append('transform.apply_cse to %v : !transform.any_op')
+    # Keep the accumulator in registers across the k loop.
+    body.append(f'%fors = transform.structured.match ops{{["scf.for"]}} in %v : ({A}) -> {A}')
+    body.append(f'transform.foreach %fors : {A} {{\n^bb0(%l: {A}):\n'
+                f'  transform.loop.hoist_loop_invariant_subsets %l : {A}\n}}')
+    # vector.contract -> vector.outerproduct -> vector.fma. (Adding lower_masks, lower_broadcast
+    # and lower_shape_cast to this set makes the greedy driver loop forever in 22.1.8: those
+    # are left to the pipeline's convert-vector-to-llvm.)
+    body.append('transform.apply_patterns to %v {\n'
+                '  transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"\n'
+                '  transform.apply_patterns.vector.lower_outerproduct\n'
+                '  transform.apply_patterns.canonicalization\n'
+                '} : !transform.any_op')
+    body.append('transform.yield')
+    inner = "\n".join("    " + line for chunk in body for line in chunk.splitlines())
+    return ('module attributes {transform.with_named_sequence} {\n'
+            '  transform.named_sequence @__transform_main(%f: !transform.any_op {transform.consumed}) {\n'
+            f'{inner}\n'
+            '  }\n'
+            '}\n')
+
+
+# ---- the pass -----------------------------------------------------------------------------------
+
+def _top_linalg_ops(func_op):
+    return [op for op in func_op.regions[0].blocks[0].operations if op.operation.name.startswith("linalg.")]
+
+
+def _fuse_elementwise(func_op) -> None:
+    pm = passmanager.PassManager.parse("func.func(linalg-fuse-elementwise-ops)", context=func_op.context)
+    # Run on a throwaway module holding only this function would need a clone; the pass is
+    # function-local, so run it nested on the parent module but only if the kernel qualifies.
+    pm.run(func_op.operation)
+
+
+def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
+    """Record tiling decisions on the contractions of one kernel; return the schedule items."""
+    items = []
+    for c in _top_linalg_ops(func_op):
+        if not _is_contraction(c):
+            continue
+        res_t = ir.RankedTensorType(c.results[0].type) if len(c.results) == 1 else None
+        if res_t is None:
+            continue
+        kinds = _loop_kinds(c)
+        out_dims = _output_loop_dims(c)
+        if out_dims is None or sorted(out_dims) != [i for i, k in enumerate(kinds) if k == "parallel"]:
+            continue
+        outer, inner = _default_sizes(kinds, out_dims)
+        if TILE_SIZES in c.attributes:
+            outer = _i64s(c.attributes[TILE_SIZES])
+        else:
+            c.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get(outer)
+        if VECTOR_SIZES in c.attributes:
+            inner = _i64s(c.attributes[VECTOR_SIZES])
+        else:
+            c.attributes[VECTOR_SIZES] = ir.DenseI64ArrayAttr.get(inner)
+        if len(outer) != len(kinds) or len(inner) != len(kinds) or \
+                any(outer[i] for i, k in enumerate(kinds) if k == "reduction") or \
+                any(x <= 0 for x in inner):
+            raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES}/{VECTOR_SIZES} {outer}/{inner} on "
+                             f"{c.operation.name} with loops {kinds}")
+        tid = next_id[0]
+        next_id[0] += 1
+        c.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+        par_outer = [outer[d] for d in out_dims]
+        par_inner = [inner[d] for d in out_dims]
+        n_in = len(c.operands) - 1
+        init = c.operands[n_in]
+        init_op = ir.OpResult(init).owner if isinstance(init, ir.OpResult) else None
+        has_init = init_op is not None and init_op.name in ("linalg.fill", "linalg.generic") \
+            and len(list(init.uses)) == 1
+        root = _elementwise_root(c)
+        item = dict(id=tid, root_is_c=root is None, c_inner=inner, c_kinds=kinds,
+                    root_outer=outer if root is None else par_outer,
+                    root_inner=inner if root is None else par_inner,
+                    has_init=has_init, init_operand=n_in, init_inner=par_inner if has_init else None)
+        if root is not None:
+            root.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid + 1000000)
+            root.attributes[VECTOR_SIZES] = ir.DenseI64ArrayAttr.get(par_inner)
+        if has_init:
+            init_op.attributes[VECTOR_SIZES] = ir.DenseI64ArrayAttr.get(par_inner)
+        items.append(item)
+    return items
+
+
+def has_contraction(func_op) -> bool:
+    return any(_is_contraction(op) for op in _top_linalg_ops(func_op))
+
+
+def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = False) -> bool:
+    """Tile one kernel function in place; False (and nothing changed) if it has no contraction."""
+    if not has_contraction(func_op):
+        return False
+    _fuse_elementwise(func_op)
+    items = plan_kernel(func_op, [0])
+    if not items or annotate_only:
+        return bool(items)
+    text = build_schedule(items)
+    if dump_schedule:
+        print(text, file=sys.stderr)
+    schedule = ir.Module.parse(text, context=func_op.context)
+    main = next(op for op in schedule.body.operations
+                if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
+    interpreter.apply_named_sequence(func_op.operation, main, schedule)
+    _strip(func_op.operation)
+    return True
+
+
+def _strip(op) -> None:
+    """Drop lamina.tile_id (a schedule-local handle) from what is left."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if TILE_ID in inner.attributes:
+                    del inner.attributes[TILE_ID]
+                _strip(inner.operation)
+
+
+def _flag(v) -> bool:
+    return str(v).lower() not in ("0", "false", "no", "")
+
+
+@register_pass("lamina-tile-cpu", level="L4",
+               description="tile (scf.forall -> OpenMP), peel and vectorize matmul/batch_matmul/contraction "
+                           "kernels with a transform schedule; decisions in lamina.tile_sizes/lamina.vector_sizes")
+def tile_cpu(module: ir.Module, **options) -> None:
+    annotate_only = _flag(options.get("annotate_only", "0"))
+    dump = _flag(options.get("dump_schedule", os.environ.get("LAMINA_DUMP_SCHEDULE", "0")))
+    for func_op in kernel_functions(module):
+        tile_kernel(func_op, annotate_only=annotate_only, dump_schedule=dump)
+    module.operation.verify()

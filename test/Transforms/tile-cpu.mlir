@@ -1,0 +1,83 @@
+// RUN: lamina-opt %s --lamina-tile-cpu="annotate-only=1" | FileCheck %s --check-prefix=PLAN
+// RUN: lamina-opt %s --lamina-tile-cpu | FileCheck %s
+
+// Decisions are recorded on the contraction before the schedule is applied; a user's
+// lamina.tile_sizes / lamina.vector_sizes win. The elementwise epilogue (bias + relu) is
+// fused into one generic first, which becomes the root of the parallel tiling.
+
+// PLAN-LABEL: func.func @mm_bias_relu
+// PLAN:       linalg.fill {lamina.vector_sizes = array<i64: 8, 32>}
+// PLAN:       linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 64, 64, 0>, lamina.vector_sizes = array<i64: 8, 32, 1>}
+// PLAN:       linalg.generic
+// PLAN-SAME:  lamina.tile_id = 1000000 : i64, lamina.vector_sizes = array<i64: 8, 32>
+// PLAN-NOT:   linalg.generic
+
+// CHECK-LABEL: func.func @mm_bias_relu
+// CHECK-NOT:   linalg.
+// CHECK:       scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
+// Full 8x32 tiles: the accumulator is carried in registers across k, one FMA per row.
+// CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
+// Peeled remainders are masked.
+// CHECK:       vector.create_mask
+// CHECK:       arith.maximumf {{.*}} : vector<8x32xf32>
+// CHECK:       bufferization.materialize_in_destination
+func.func @mm_bias_relu(%a: memref<100x48xf32>, %b: memref<48x70xf32>, %bias: memref<70xf32>, %out: memref<100x70xf32>) attributes {lamina.kernel = 1 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<100x48xf32> to tensor<100x48xf32>
+  %B = bufferization.to_tensor %b restrict : memref<48x70xf32> to tensor<48x70xf32>
+  %C = bufferization.to_tensor %bias restrict : memref<70xf32> to tensor<70xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<100x70xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<100x70xf32>) -> tensor<100x70xf32>
+  %m = linalg.matmul ins(%A, %B : tensor<100x48xf32>, tensor<48x70xf32>) outs(%f : tensor<100x70xf32>) -> tensor<100x70xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %C : tensor<100x70xf32>, tensor<70xf32>) outs(%e : tensor<100x70xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<100x70xf32>
+  %r2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<100x70xf32>) outs(%e : tensor<100x70xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.maximumf %x, %z : f32
+    linalg.yield %s : f32
+  } -> tensor<100x70xf32>
+  bufferization.materialize_in_destination %r2 in restrict writable %out : (tensor<100x70xf32>, memref<100x70xf32>) -> ()
+  return
+}
+
+// A user override: 4x16 register tiles, 16x48 parallel tiles.
+// PLAN-LABEL: func.func @bmm_override
+// PLAN:       linalg.batch_matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 1, 16, 48, 0>, lamina.vector_sizes = array<i64: 1, 4, 16, 1>}
+
+// CHECK-LABEL: func.func @bmm_override
+// CHECK:       scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT:   linalg.batch_matmul
+func.func @bmm_override(%a: memref<2x32x16xf32>, %b: memref<2x16x48xf32>, %out: memref<2x32x48xf32>) attributes {lamina.kernel = 2 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<2x32x16xf32> to tensor<2x32x16xf32>
+  %B = bufferization.to_tensor %b restrict : memref<2x16x48xf32> to tensor<2x16x48xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x32x48xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x32x48xf32>) -> tensor<2x32x48xf32>
+  %m = linalg.batch_matmul {lamina.tile_sizes = array<i64: 1, 16, 48, 0>, lamina.vector_sizes = array<i64: 1, 4, 16, 1>} ins(%A, %B : tensor<2x32x16xf32>, tensor<2x16x48xf32>) outs(%f : tensor<2x32x48xf32>) -> tensor<2x32x48xf32>
+  bufferization.materialize_in_destination %m in restrict writable %out : (tensor<2x32x48xf32>, memref<2x32x48xf32>) -> ()
+  return
+}
+
+// Kernels without a contraction are left exactly as they are.
+// PLAN-LABEL: func.func @pointwise
+// PLAN-NOT:   lamina.tile_sizes
+// CHECK-LABEL: func.func @pointwise
+// CHECK:       linalg.generic
+// CHECK-NOT:   scf.forall
+// CHECK-NOT:   vector.
+func.func @pointwise(%a: memref<40x50xf32>, %out: memref<40x50xf32>) attributes {lamina.kernel = 3 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<40x50xf32> to tensor<40x50xf32>
+  %e = tensor.empty() : tensor<40x50xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%A : tensor<40x50xf32>) outs(%e : tensor<40x50xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.mulf %x, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<40x50xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<40x50xf32>, memref<40x50xf32>) -> ()
+  return
+}
