@@ -6,6 +6,8 @@
                       the launch plan is read off the graph func here
     4. linalg    (L3) lamina-to-linalg (with lamina-decompose): kernels on linalg tensors
     5. abi       (L4) lamina-kernel-abi: destination-passing memref kernels
+    5b. schedule (L4) the target's loop schedules (CPU: lamina-tile-cpu tiles and vectorizes
+                      contraction kernels; decisions recorded as lamina.tile_sizes attrs)
     6. target    (L5) the target's lowering (CPU: passes/cpu.pipeline -> LLVM dialect)
     7. load           the target compiles the module (CPU: ExecutionEngine)
 
@@ -103,6 +105,8 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
     graph.operation.erase()  # the runtime executes the plan; kernels are what gets compiled
     stage("linalg", lambda: run_pass("lamina-to-linalg", module))
     stage("abi", lambda: run_pass("lamina-kernel-abi", module))
+    if hasattr(tgt, "schedule"):
+        stage("schedule", lambda: tgt.schedule(module))
     stage("target", lambda: tgt.lower(module))
     library = stage("load", lambda: tgt.load(module))
     result.compiled = CompiledGraph(plan, library, device=tgt.device)

@@ -1,6 +1,9 @@
-"""The CPU target: linalg kernels -> loops -> OpenMP -> LLVM -> JIT (ExecutionEngine).
+"""The CPU target: linalg kernels -> tiled loops -> OpenMP -> LLVM -> JIT (ExecutionEngine).
 
-The pipeline is the declarative asset passes/cpu.pipeline. Kernels are compiled once per
+`lower` first applies lamina-tile-cpu (transform-dialect tiling + vectorization of
+contraction kernels, decisions recorded as `lamina.tile_sizes` / `lamina.vector_sizes`),
+then the declarative pipeline passes/cpu-tiled.pipeline. LAMINA_NO_TILE=1 skips the
+tiling and uses passes/cpu.pipeline (plain parallel loops), to bisect a tiling problem. Kernels are compiled once per
 module into one ExecutionEngine; `launch` calls a kernel's C interface with memref
 descriptors that alias torch tensors (runtime/memref.py), so nothing is copied.
 """
@@ -22,10 +25,16 @@ from ..transforms.registry import register_pass
 from .target import register_target
 
 
+def tiling_enabled() -> bool:
+    return os.environ.get("LAMINA_NO_TILE", "").strip() not in ("1", "true", "yes", "on")
+
+
 @functools.lru_cache(maxsize=None)
-def cpu_pipeline_text() -> str:
+def cpu_pipeline_text(name: str | None = None) -> str:
+    """The upstream pass pipeline of a passes/*.pipeline asset (comments stripped)."""
+    name = name or ("cpu-tiled.pipeline" if tiling_enabled() else "cpu.pipeline")
     lines = []
-    for line in asset_path("passes", "cpu.pipeline").read_text().splitlines():
+    for line in asset_path("passes", name).read_text().splitlines():
         line = line.split("//", 1)[0].strip()
         if line:
             lines.append(line)
@@ -60,20 +69,31 @@ def runtime_libraries() -> tuple[str, ...]:
 
 
 def lower_to_llvm(module: ir.Module) -> None:
-    """Run passes/cpu.pipeline on a module of lamina-kernel-abi kernels."""
+    """Run the CPU pipeline asset on a module of lamina-kernel-abi kernels (tiled or not)."""
     passmanager.PassManager.parse(cpu_pipeline_text(), context=module.context).run(module.operation)
 
 
 @register_pass("lamina-lower-cpu", level="L5",
-               description="bufferize kernels and lower them to LLVM with OpenMP loops (passes/cpu.pipeline)")
+               description="bufferize kernels and lower them to LLVM with OpenMP loops (passes/cpu-tiled.pipeline)")
 def lower_cpu(module: ir.Module, **options) -> None:
     lower_to_llvm(module)
+
+
+def _import_dynamo_first() -> None:
+    # Importing torch._dynamo after the JIT has loaded LLVM aborts the process
+    # ("Option 'bitcode-mdindex-threshold' registered more than once"); the other
+    # order is fine. Users of the JIT are torch users, so pay that import up front.
+    try:
+        import torch._dynamo  # noqa: F401
+    except ImportError:
+        pass
 
 
 class CpuKernelLibrary:
     """Kernels of one module, JIT-compiled together."""
 
     def __init__(self, module: ir.Module, opt_level: int = 3):
+        _import_dynamo_first()
         self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=list(runtime_libraries()))
         self._entries: dict[str, object] = {}
 
@@ -99,6 +119,13 @@ class CpuTarget:
 
     def lower(self, module: ir.Module, dump=None) -> None:
         lower_to_llvm(module)
+
+    def schedule(self, module: ir.Module) -> None:
+        """Target-specific loop schedules on the kernels (L4): tiling + vectorization."""
+        if tiling_enabled():
+            from ..transforms.registry import run_pass
+
+            run_pass("lamina-tile-cpu", module)
 
     def load(self, module: ir.Module) -> CpuKernelLibrary:
         return CpuKernelLibrary(module, opt_level=int(os.environ.get("LAMINA_OPT_LEVEL", "3")))

@@ -21,6 +21,9 @@ class Target(Protocol):
     name: str
     device: str  # torch device type of the tensors it runs on
 
+    def schedule(self, module: ir.Module) -> None:
+        """Optional: loop schedules (tiling, vectorization) on the lowered kernels, in place."""
+
     def lower(self, module: ir.Module, dump=None) -> None:
         """Lower kernels (after lamina-kernel-abi) to the target's IR, in place."""
 

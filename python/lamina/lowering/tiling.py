@@ -88,7 +88,7 @@ def _output_loop_dims(op) -> list[int] | None:
     out_map = ir.AffineMapAttr(maps[len(maps) - 1]).value
     dims = []
     for e in out_map.results:
-        if not ir.AffineDimExpr.isinstance(e):
+        if not isinstance(e, ir.AffineDimExpr):
             return None
         dims.append(ir.AffineDimExpr(e).position)
     return dims
@@ -218,8 +218,19 @@ def build_schedule(items: list[dict]) -> str:
                     '  }\n'
                     '}')
     body.append('transform.apply_patterns to %f {\n  transform.apply_patterns.canonicalization\n} : !transform.any_op')
-    # Vectorize: everything static first (vector.contract for C), then the remainders, masked.
-    body.append(f'%v = transform.structured.vectorize_children_and_apply_patterns %f : ({A}) -> {A}')
+    # Vectorize only what was tiled: the static ops inside the outer tiles (vector.contract for
+    # C), then the remainders, masked. vectorize_children_and_apply_patterns on the whole
+    # function would also vectorize untiled ops (a 512x128 transpose, a layer norm) at full
+    # size, and full unrolling then blows the kernel up to 10^5+ LLVM ops.
+    body.append(f'%foralls = transform.structured.match ops{{["scf.forall"]}} in %f : ({A}) -> {A}')
+    body.append(f'transform.foreach %foralls : {A} {{\n^bb0(%fo: {A}):\n'
+                f'  %tiled = transform.structured.match interface{{LinalgOp}} in %fo : ({A}) -> {A}\n'
+                f'  transform.foreach %tiled : {A} {{\n  ^bb1(%o: {A}):\n'
+                f'    transform.sequence %o : {A} failures(suppress) {{\n'
+                f'    ^bb2(%o1: {A}):\n'
+                f'      transform.structured.vectorize %o1 : {A}\n'
+                f'    }}\n  }}\n}}')
+    body.append('%v = transform.cast %f : !transform.any_op to !transform.any_op')
     seen = set()
     for it in items:
         for sizes in (it["c_inner"], it["root_inner"], it.get("init_inner")):

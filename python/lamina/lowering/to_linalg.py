@@ -446,7 +446,7 @@ def _lower_constant(op: ir.Operation) -> ir.Value:
             bit = ir.IntegerAttr(dense.get_splat_value()).value
             stored = ir.DenseElementsAttr.get_splat(_st_type(rt), ir.IntegerAttr.get(i8, 1 if bit else 0))
         else:
-            bits = np.array([1 if int(ir.IntegerAttr(dense[i]).value) else 0 for i in range(len(dense))], dtype=np.int8)
+            bits = np.array(ir.DenseIntElementsAttr(value)).astype(np.int8)
             stored = ir.DenseIntElementsAttr.get(bits.reshape(rt.shape), type=_st_type(rt))
         return _wrap(arith.ConstantOp(_st_type(rt), stored).result, rt)
     return arith.ConstantOp(rt, value).result
