@@ -19,9 +19,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from .. import dialect
-from torch.fx.passes.operator_support import OperatorSupportBase
-
-from ..importer import import_graph, is_node_supported, source_line, unsupported_nodes
+from ..importer import LaminaOperatorSupport, import_graph, source_line, unsupported_nodes
 from ..pipeline import compile_module
 from . import report
 from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaUnsupportedError
@@ -52,13 +50,6 @@ def _strided_placeholders(gm: torch.fx.GraphModule) -> set[int]:
         if isinstance(val, torch.Tensor) and not val.is_contiguous():
             strided.add(i)
     return strided
-
-
-class _CompilableOps(OperatorSupportBase):
-    """Partition only computations: placeholders and the output stay in the outer graph."""
-
-    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and is_node_supported(node)
 
 
 class _CompiledCallable:
@@ -135,7 +126,7 @@ def _compile_failed(gm, name, options, entry, error):
 
 
 def _compile_partitions(gm, name, options, entry):
-    partitioner = CapabilityBasedPartitioner(gm, _CompilableOps(), allows_single_node_partition=True)
+    partitioner = CapabilityBasedPartitioner(gm, LaminaOperatorSupport(), allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()
     fused = partitioner.fuse_partitions(partitions)
     compiled_ops = 0

@@ -268,10 +268,14 @@ def unsupported_nodes(gm: torch.fx.GraphModule) -> list:
 
 
 class LaminaOperatorSupport(torch.fx.passes.operator_support.OperatorSupportBase):
-    """OperatorSupport for CapabilityBasedPartitioner: the nodes import_graph converts."""
+    """OperatorSupport for CapabilityBasedPartitioner: the computations import_graph converts.
+
+    Placeholders and the output are never claimed: the partitioner would move them into a
+    partition and leave the outer graph without inputs or outputs.
+    """
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        return is_node_supported(node)
+        return node.op == "call_function" and is_node_supported(node)
 
 
 # ---- the importer --------------------------------------------------------------------------
