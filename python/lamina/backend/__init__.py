@@ -9,7 +9,6 @@ forward and backward ATen graphs are each compiled by backend/compile_fx.py.
 """
 from __future__ import annotations
 
-import functools
 
 from .errors import LaminaCompileError, LaminaError, LaminaFallbackWarning, LaminaUnsupportedError  # noqa: F401
 from .options import Options

@@ -167,8 +167,6 @@ def build_schedule(items: list[dict]) -> str:
     loops = []
     for it in items:
         t = it["id"]
-        n_c = len(it["c_inner"])
-        n_r = len(it["root_inner"])
         body.append(f'%c{t} = transform.structured.match attributes{{{TILE_ID} = {t} : i64}} in %f : ({A}) -> {A}')
         if it["has_init"]:
             body.append(f'%i{t} = transform.get_producer_of_operand %c{t}[{it["init_operand"]}] : ({A}) -> {A}')

@@ -8,9 +8,7 @@ functions must not meet one-shot-bufferize) and
 from __future__ import annotations
 
 import ctypes
-import os
 
-import numpy as np
 import torch
 from mlir import ir, passmanager
 from mlir.dialects import func
@@ -18,52 +16,25 @@ from mlir.execution_engine import ExecutionEngine
 
 from lamina.dialect import make_context
 from lamina.dialect import types as T
-from lamina.lowering.to_linalg import lower_to_linalg
+from lamina.codegen.cpu import runtime_libraries
+from lamina.lowering.to_linalg import CPU_PIPELINE, lower_to_linalg
+from lamina.runtime.memref import descriptor, descriptor_class
 
-PIPELINE = (
-    "builtin.module(linalg-fuse-elementwise-ops, "
-    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, "
-    "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
-    "func.func(convert-linalg-to-parallel-loops), convert-scf-to-openmp, expand-strided-metadata, "
-    "lower-affine, finalize-memref-to-llvm, convert-math-to-funcs, convert-scf-to-cf, convert-math-to-llvm, "
-    "convert-math-to-libm, convert-to-llvm, reconcile-unrealized-casts)"
-)
+# One source for the pipeline and the JIT's libraries: the lowering's function-boundary
+# variant of the CPU pipeline, and the CPU target's runtime libraries.
+PIPELINE = CPU_PIPELINE
 
 
 def shared_libs() -> list[str]:
-    """libomp (OpenMP runtime, __kmpc_*) and MLIR's C runner utils (memrefCopy, which
-    finalize-memref-to-llvm calls for copies between non-contiguous memrefs)."""
-    import mlir
-
-    pkg = list(mlir.__path__)[0]
-    site = os.path.dirname(pkg)
-    return [os.path.join(site, "cmeel.prefix", "lib", "libomp.so"),
-            os.path.join(pkg, "lib", "libmlir_c_runner_utils.so")]
+    return list(runtime_libraries())
 
 
 _DTYPE = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
           "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8, "i1": torch.bool}
 
 
-def _descriptor_type(rank: int):
-    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_longlong)]
-    if rank:
-        fields += [("shape", ctypes.c_longlong * rank), ("strides", ctypes.c_longlong * rank)]
-    return type(f"MemRef{rank}", (ctypes.Structure,), {"_fields_": fields})
-
-
-def _to_descriptor(t: torch.Tensor):
-    d = _descriptor_type(t.dim())()
-    d.allocated = d.aligned = t.data_ptr()
-    d.offset = 0
-    for i in range(t.dim()):
-        d.shape[i] = t.shape[i]
-        d.strides[i] = t.stride(i)
-    return d
-
-
 def _from_descriptor(d, rank: int, dtype: torch.dtype) -> torch.Tensor:
-    shape = [d.shape[i] for i in range(rank)]
+    shape = [d.sizes[i] for i in range(rank)]
     strides = [d.strides[i] for i in range(rank)]
     itemsize = torch.empty((), dtype=dtype).element_size()
     n = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if all(shape) else 0
@@ -83,8 +54,8 @@ class Compiled:
     def __call__(self, name: str, *args: torch.Tensor) -> torch.Tensor:
         rank, dtype = self.sigs[name]
         args = [a.contiguous() for a in args]
-        res = _descriptor_type(rank)()
-        descs = [_to_descriptor(a) for a in args]
+        res = descriptor_class(rank)()
+        descs = [descriptor(a) for a in args]
         ptrs = [ctypes.pointer(ctypes.pointer(res))] + [ctypes.pointer(ctypes.pointer(d)) for d in descs]
         self.engine.invoke(name, *ptrs)
         return _from_descriptor(res, rank, dtype)
