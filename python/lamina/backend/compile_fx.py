@@ -93,14 +93,15 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
              "fallback_ops": [], "kernels": 0, "compile_s": 0.0, "partitions": 0}
     bad = unsupported_nodes(gm)
     if bad:
-        names = sorted({_op_name(n) for n, _ in bad})
+        # Name ATen ops; for other nodes (e.g. SymInt placeholders) name the reason.
+        names = sorted({_op_name(n) if n.op == "call_function" else f"{n.name} ({reason})" for n, reason in bad})
         if options.strict:
             node, reason = bad[0]
             raise LaminaUnsupportedError(
                 f"lamina (strict): {_op_name(node)} is not supported ({reason}), at {source_line(node)}; "
                 f"all unsupported ops in {name}: {', '.join(names)}")
         _warn_once(f"lamina: running {', '.join(names)} eagerly (not supported by lamina); "
-                   "the rest of the graph is compiled. Set LAMINA_STRICT=1 to make this an error.")
+                   "the supported parts are compiled. Set LAMINA_STRICT=1 to make this an error.")
         runnable = _compile_partitions(gm, name, options, entry)
     else:
         runnable = _compile_whole(gm, name, options, entry)
