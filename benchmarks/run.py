@@ -18,7 +18,22 @@ import time
 
 import torch
 
-from lamina.testing.models import MODELS
+from lamina.testing.models import MODELS, GPTBlock, MLP
+
+
+def _large(make):
+    def build():
+        torch.manual_seed(0)
+        return make()
+    return build
+
+
+# The test-sized models, plus the sizes the demo and users care about.
+BENCH_MODELS = {
+    **MODELS,
+    "gpt_block_demo": _large(lambda: (GPTBlock(256, 4).eval(), (torch.randn(4, 64, 256),))),
+    "mlp_large": _large(lambda: (MLP(512, 2048, 512).eval(), (torch.randn(256, 512),))),
+}
 
 
 def median_ms(fn, repeat: int, warmup: int = 5) -> float:
@@ -40,7 +55,7 @@ def nbytes(model, inputs, output) -> int:
 
 
 def bench_model(name: str, repeat: int, with_inductor: bool) -> dict:
-    model, inputs = MODELS[name]()
+    model, inputs = BENCH_MODELS[name]()
     row = {"model": name, "threads": torch.get_num_threads()}
     with torch.no_grad():
         expected = model(*inputs)
@@ -67,7 +82,7 @@ def bench_model(name: str, repeat: int, with_inductor: bool) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--models", default=",".join(BENCH_MODELS))
     p.add_argument("--repeat", type=int, default=50)
     p.add_argument("--no-inductor", action="store_true")
     p.add_argument("--json", help="write the rows here")
