@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 
 import torch
 
 from lamina.testing.models import MODELS, GPTBlock, MLP
+from lamina.testing.timing import median_ms
 
 
 def _large(make):
@@ -34,17 +34,6 @@ BENCH_MODELS = {
     "gpt_block_demo": _large(lambda: (GPTBlock(256, 4).eval(), (torch.randn(4, 64, 256),))),
     "mlp_large": _large(lambda: (MLP(512, 2048, 512).eval(), (torch.randn(256, 512),))),
 }
-
-
-def median_ms(fn, repeat: int, warmup: int = 5) -> float:
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(samples)
 
 
 def nbytes(model, inputs, output) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ import torch
 
 from lamina.backend import last_report
 from lamina.testing.models import GPTBlock
+from lamina.testing.timing import median_ms
 
 STAGE_TITLES = {
     "import": "L1  FX graph imported as lamina ops",
@@ -30,15 +30,6 @@ STAGE_TITLES = {
     "target": "L5  LLVM dialect (OpenMP loops)",
     "load": "    JIT-compiled (ExecutionEngine)",
 }
-
-
-def _median_ms(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 _OP_AT_LINE_START = re.compile(r'^\s*(?:%[^=]*=\s*)?"?([a-z_]+)\.[a-z_.]+"?[\s(<{]')
@@ -86,10 +77,8 @@ def main(argv=None) -> int:
               f"{report['kernels']} kernels per call")
         print(f"matches eager: max |lamina - eager| = {max_err:.2e} (rtol 1e-4, atol 1e-5)")
 
-        for _ in range(3):
-            model(x), compiled(x)
-        eager_ms = _median_ms(lambda: model(x), args.repeat)
-        lamina_ms = _median_ms(lambda: compiled(x), args.repeat)
+        eager_ms = median_ms(lambda: model(x), args.repeat, warmup=3)
+        lamina_ms = median_ms(lambda: compiled(x), args.repeat, warmup=3)
     print(f"\ntime per call (median of {args.repeat}): eager {eager_ms:.3f} ms, lamina {lamina_ms:.3f} ms, "
           f"lamina/eager = {lamina_ms / eager_ms:.2f}x "
           f"({'faster' if lamina_ms < eager_ms else 'slower'} than eager)")

@@ -27,10 +27,8 @@ from mlir import ir
 
 from .codegen.target import get_target
 from .runtime.compiled_graph import CompiledGraph, extract_launch_plan
+from .transforms.graph_pipeline import run_graph_passes
 from .transforms.registry import run_pass
-
-GRAPH_PASSES = ("lamina-canonicalize", "lamina-fold-constants", "lamina-cse", "lamina-dce")
-
 
 @dataclass
 class CompileResult:
@@ -50,16 +48,6 @@ def graph_function(module: ir.Module):
     if len(graphs) != 1:
         raise ValueError(f"expected exactly one func.func with `lamina.graph`, found {len(graphs)}")
     return graphs[0]
-
-
-def run_graph_passes(module: ir.Module) -> None:
-    try:
-        from .transforms.graph_pipeline import run_graph_passes as run
-    except ImportError:
-        for name in GRAPH_PASSES:
-            run_pass(name, module)
-        return
-    run(module)
 
 
 def compile_module(module: ir.Module, *, target: str = "cpu", strided_args=frozenset(),

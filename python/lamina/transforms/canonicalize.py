@@ -98,24 +98,24 @@ def _not_not(op, ip):
     return _if_same_type(inner.operands[0] if inner else None, op)
 
 
-@rewrite("mul")
-def _mul_one(op, ip):
+def _drop_identity_operand(op, identity):
+    """x op e -> x and e op x -> x, where e is all `identity` and x already has the op's type."""
     lhs, rhs = op.operands
-    if _is_all(rhs, 1) and lhs.type == _result_type(op):
+    if _is_all(rhs, identity) and lhs.type == _result_type(op):
         return lhs
-    if _is_all(lhs, 1) and rhs.type == _result_type(op):
+    if _is_all(lhs, identity) and rhs.type == _result_type(op):
         return rhs
     return None
+
+
+@rewrite("mul")
+def _mul_one(op, ip):
+    return _drop_identity_operand(op, 1)
 
 
 @rewrite("add")
 def _add_zero(op, ip):
-    lhs, rhs = op.operands
-    if _is_all(rhs, 0) and lhs.type == _result_type(op):
-        return lhs
-    if _is_all(lhs, 0) and rhs.type == _result_type(op):
-        return rhs
-    return None
+    return _drop_identity_operand(op, 0)
 
 
 @rewrite("sub")
