@@ -2,6 +2,8 @@
 
     1. graph     (L1) lamina-canonicalize, lamina-fold-constants, lamina-cse, lamina-dce
     2. fuse      (L2) lamina-fuse: `lamina.kernel = N` on every op (user labels win)
+    2b. widen    (L2) lamina-widen-low-precision: f16/bf16 ops compute in f32 inside a kernel,
+                      rounded once where values leave it
     3. outline   (L2) lamina-outline-kernels: one func per kernel, calls in the graph func;
                       the launch plan is read off the graph func here
     4. linalg    (L3) lamina-to-linalg (with lamina-decompose): kernels on linalg tensors
@@ -10,6 +12,10 @@
                       contraction kernels; decisions recorded as lamina.tile_sizes attrs)
     6. target    (L5) the target's lowering (CPU: passes/cpu.pipeline -> LLVM dialect)
     7. load           the target compiles the module (CPU: ExecutionEngine)
+
+The module is verified after every stage, so IR that a stage built wrong is a Python
+exception (and the backend's fallback) before a later stage can hit an assertion in an
+upstream pass and abort the process.
 
 `compile_module(module, ...)` runs them and returns a runtime.CompiledGraph. Set
 LAMINA_DUMP_IR=<dir> (or dump_dir=) to write the module after every stage as
@@ -42,6 +48,17 @@ def _asm(module: ir.Module) -> str:
     return module.operation.get_asm(enable_debug_info=True)
 
 
+class StageVerificationError(RuntimeError):
+    """The IR after a pipeline stage does not verify (a lamina bug, never a user error)."""
+
+
+def _verify(module: ir.Module, stage: str) -> None:
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise StageVerificationError(f"lamina: the IR after stage {stage!r} does not verify: {e}") from e
+
+
 def graph_function(module: ir.Module):
     funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
     graphs = [f for f in funcs if "lamina.graph" in f.attributes]
@@ -67,6 +84,8 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
     def stage(name, fn):
         t0 = time.perf_counter()
         out = fn()
+        if name != "load":
+            _verify(module, name)
         result.stage_seconds[name] = time.perf_counter() - t0
         counter[0] += 1
         if keep_ir or dump_dir:
@@ -87,6 +106,7 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
             (Path(dump_dir) / f"{graph_name}.0-import.mlir").write_text(text)
     stage("graph", lambda: run_graph_passes(module))
     stage("fuse", lambda: run_pass("lamina-fuse", module))
+    stage("widen", lambda: run_pass("lamina-widen-low-precision", module))
     stage("outline", lambda: run_pass("lamina-outline-kernels", module))
     graph = graph_function(module)
     plan = extract_launch_plan(graph, set(strided_args))

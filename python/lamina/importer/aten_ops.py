@@ -113,12 +113,14 @@ def constant(value, et: ir.Type | str, shp=()) -> ir.Value:
 
 def scalar_elem(value, like: ir.Type | None = None) -> ir.Type:
     """Element type of a Python scalar operand: bool -> i1, int -> i64, float -> f32,
-    or the other operand's float type (so promotion matches torch)."""
+    or the other operand's float type (so promotion matches torch). With an f16/bf16
+    operand the scalar stays f32: torch computes such ops in f32 with the scalar unrounded
+    (a rank-0 f32 constant does not change the f16/bf16 result type)."""
     if isinstance(value, bool):
         return T.element_type("i1")
     if isinstance(value, int):
         return T.element_type("i64")
-    if like is not None and T.is_float(like):
+    if like is not None and T.is_float(like) and str(like) not in ("f16", "bf16"):
         return like
     return T.element_type("f32")
 
@@ -722,6 +724,112 @@ def _embedding(imp, node, a):
     return ops.index_select(a.weight, a.indices, dim=0)
 
 
+# ---- storage-addressed views ---------------------------------------------------------------
+# `as_strided(x, size, stride, offset)` addresses the *storage* x lives in, not x's elements:
+# after `x.narrow(...)` or a channels-last copy, the same call reads other numbers than it
+# would from a compact tensor of x's values. lamina tensors are values, so the converter
+# rebuilds the storage from the tensor that owns it (the "base": a graph input or a computed
+# tensor, found through the chain of views that share its storage in the FakeTensors), in
+# the base's memory order (its strides in meta["val"]), and gathers from it:
+#     flat = reshape(transpose(base, dims by decreasing stride), [numel])
+#     out[i] = flat[offset - base_offset + sum_k i_k * stride_k]
+# The index is iota arithmetic (fused into the gather), not a constant table.
+# This needs a base that is dense (its storage is exactly its elements) and an access
+# inside it; otherwise the op runs eagerly, and the views that lead to it are kept out of
+# lamina too (importer: feeds_eager_storage_reader), so eager sees real views of real storage.
+
+def storage_key(val):
+    """Identity of the storage a FakeTensor (or a list of them) lives in; None if unknown."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    if isinstance(val, torch.Tensor):
+        try:
+            return StorageWeakRef(val.untyped_storage()).cdata
+        except (RuntimeError, NotImplementedError):
+            return None
+    return None
+
+
+def _tensor_inputs(node):
+    import operator
+
+    if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node):
+        node = node.args[0]
+    return node.all_input_nodes
+
+
+def storage_base(node):
+    """The node owning the storage `node`'s value lives in: walk back through views."""
+    key = storage_key(node.meta.get("val"))
+    if key is None:
+        return node
+    while node.op == "call_function":
+        same = [a for a in _tensor_inputs(node) if storage_key(a.meta.get("val")) == key]
+        if not same:
+            break
+        node = same[0]
+    return node
+
+
+def _is_dense(val) -> bool:
+    from torch._prims_common import is_non_overlapping_and_dense_or_false
+
+    return bool(is_non_overlapping_and_dense_or_false(val))
+
+
+def _as_strided_plan(node):
+    """(base node, relative offset) or a reason string."""
+    x, size, stride = node.args[0], list(node.args[1]), list(node.args[2])
+    offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
+    xval = x.meta.get("val")
+    base = storage_base(x)
+    bval = base.meta.get("val")
+    if not isinstance(bval, torch.Tensor) or not _is_dense(bval):
+        return "as_strided of a view whose storage is not a dense tensor"
+    if offset is None:
+        offset = xval.storage_offset()
+    rel = int(offset) - bval.storage_offset()
+    if any(st < 0 for st in stride):
+        return "as_strided with a negative stride"
+    if math.prod(size) > 0:
+        last = rel + sum((n - 1) * st for n, st in zip(size, stride))
+        if rel < 0 or last >= bval.numel():
+            return "as_strided reads storage outside the tensor that owns it"
+    return base, rel
+
+
+def _as_strided_check(node):
+    plan = _as_strided_plan(node)
+    return plan if isinstance(plan, str) else None
+
+
+@register("aten.as_strided.default", check=_as_strided_check)
+def _as_strided(imp, node, a):
+    base_node, rel = _as_strided_plan(node)
+    size, stride = list(a.size), list(a.stride)
+    bval = base_node.meta["val"]
+    base = imp.values[base_node]
+    want = meta_type(node)
+    if math.prod(size) == 0:
+        return constant(0, want.element_type, size)
+    order = sorted(range(bval.dim()), key=lambda d: (-bval.stride()[d], d))
+    flat = reshape(_transpose(base, order), T.tensor_type([bval.numel()], elem(base)))
+    i64 = T.element_type("i64")
+    index = constant(rel, i64, [1] * len(size))
+    for k, (n, st) in enumerate(zip(size, stride)):
+        if n == 1 or st == 0:
+            continue
+        shp = [1] * len(size)
+        shp[k] = n
+        iota = reshape(ops.iota(result_type=T.tensor_type([n], i64)), T.tensor_type(shp, i64))
+        index = ops.add(index, iota if st == 1 else ops.mul(iota, constant(st, i64)))
+    index_type = T.tensor_type(size or [1], i64)
+    index = reshape(index, T.tensor_type(shape(index) or [1], i64))
+    if shape(index) != (size or [1]):
+        index = ops.broadcast_to(index, result_type=index_type)
+    return reshape(ops.index_select(flat, index, dim=0), want)
+
+
 # ---- composites ------------------------------------------------------------------------------
 
 def _no_half_to_float(node):
@@ -744,7 +852,10 @@ def _log_softmax(imp, node, a):
 def _native_layer_norm(imp, node, a):
     x = a.input
     out_et = meta_type(node, 0).element_type
-    acc_et = meta_type(node, 1).element_type  # torch keeps mean/rstd in the accumulation type
+    stat_et = meta_type(node, 1).element_type
+    # Statistics and the normalization compute in f32 for f16/bf16 inputs, as torch's
+    # kernels do (whatever dtype torch reports for mean/rstd), and round once at the end.
+    acc_et = T.element_type("f32") if str(out_et) in ("f16", "bf16") else out_et
     x = cast(x, acc_et)
     r = rank(x)
     dims = list(range(r - len(a.normalized_shape), r))
@@ -756,7 +867,7 @@ def _native_layer_norm(imp, node, a):
         y = ops.mul(y, cast(a.weight, acc_et))
     if a.bias is not None:
         y = ops.add(y, cast(a.bias, acc_et))
-    return (cast(y, out_et), mean, rstd)
+    return (cast(y, out_et), cast(mean, stat_et), cast(rstd, stat_et))
 
 
 __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_from_tensor"]

@@ -221,8 +221,44 @@ def _node_reason(node: torch.fx.Node, gm: torch.fx.GraphModule | None = None) ->
         if isinstance(a, complex):
             return "complex scalar argument"
     if conv.check is not None:
-        return conv.check(node)
+        reason = conv.check(node)
+        if reason:
+            return reason
+    if feeds_eager_storage_reader(node, gm):
+        return ("a view (or the owner of the storage) that an eagerly run as_strided reads: "
+                "kept out of lamina so eager sees the real storage")
     return None
+
+
+def _storage_readers():
+    return {torch.ops.aten.as_strided.default}
+
+
+def feeds_eager_storage_reader(node: torch.fx.Node, gm=None, _seen=None) -> bool:
+    """True when an op that addresses storage (as_strided) and runs eagerly reads `node`'s
+    storage through a chain of views. lamina computes views as compact copies, which would
+    hand that op other storage than eager's: such nodes run eagerly too."""
+    from .aten_ops import storage_key
+
+    key = storage_key(node.meta.get("val"))
+    if key is None and not isinstance(node.meta.get("val"), (list, tuple)):
+        return False
+    keys = {key} if key is not None else {storage_key(v) for v in node.meta["val"]} - {None}
+    _seen = set() if _seen is None else _seen
+    for u in node.users:
+        if u in _seen or u.op != "call_function":
+            continue
+        _seen.add(u)
+        uval = u.meta.get("val")
+        ukeys = {storage_key(uval)} if isinstance(uval, torch.Tensor) else \
+            {storage_key(v) for v in uval} if isinstance(uval, (list, tuple)) else set()
+        if u.target in _storage_readers():
+            conv_reason = _node_reason(u, gm)
+            if conv_reason is not None:
+                return True
+        elif keys & ukeys and feeds_eager_storage_reader(u, gm, _seen):
+            return True
+    return False
 
 
 def _flat_args(node):

@@ -1,0 +1,128 @@
+"""lamina-widen-low-precision (L2): inside a kernel, f16/bf16 values are computed in f32 and
+rounded once, where they leave the kernel.
+
+torch's type rules give every op on f16/bf16 tensors an f16/bf16 result, so an imported
+chain `y = (x - mean) * rstd * w + b` rounds after every op. Eager's fused kernels and
+Inductor compute such chains in f32 and round once when they store; lamina does the same
+per kernel (the `lamina.kernel` labels lamina-fuse decided), so this pass runs after
+lamina-fuse and before lamina-outline-kernels:
+
+    %1 = "lamina.sub"(%x, %m) {lamina.kernel = 0} : (tensor<8xbf16>, tensor<1xbf16>) -> tensor<8xbf16>
+    %2 = "lamina.mul"(%1, %r) {lamina.kernel = 0} : ...bf16
+  becomes
+    %x32 = "lamina.cast"(%x) {lamina.kernel = 0} : (tensor<8xbf16>) -> tensor<8xf32>
+    ...
+    %1 = "lamina.sub"(%x32, %m32) {lamina.kernel = 0, lamina.widened} : (...) -> tensor<8xf32>
+    %2 = "lamina.mul"(%1, %r32) {lamina.kernel = 0, lamina.widened} : (...) -> tensor<8xf32>
+    %3 = "lamina.cast"(%2) {lamina.kernel = 0, lamina.rounding} : (tensor<8xf32>) -> tensor<8xbf16>
+
+Which ops are widened: arithmetic, unary math, where, reductions and the data movement
+between them (exact either way). Kept as they are, reading rounded values:
+  * explicit casts (the user asked for that rounding: `.to(torch.bfloat16)`);
+  * matmul (its operands are the rounded tensors, as eager's bf16 GEMM reads them);
+  * comparisons (a widened compare could flip a discrete result against eager).
+A rounded copy (`lamina.rounding` cast) is made for every widened value that something
+other than a widened op of the same kernel reads: other kernels, the graph's results,
+matmuls, casts, comparisons. Unused rounded copies are erased.
+An op whose kernel label is missing (constants) is never widened; nor is an op whose
+widened result type would not be the f32 form of its own (then it stays as it was).
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from ..dialect import infer, ops
+from ..dialect import types as T
+from .common import in_module_context, reject_options
+from .fusion import KERNEL_ATTR, graph_functions, lamina_ops
+from .registry import register_pass
+
+WIDENED_ATTR = "lamina.widened"
+ROUNDING_ATTR = "lamina.rounding"
+LOW_PRECISION = ("f16", "bf16")
+
+_WIDEN = (set(infer.UNARY_OPS) | set(infer.ARITH_BINARY_OPS) | set(infer.REDUCE_OPS)
+          | {"where", "softmax", "log_softmax", "reshape", "transpose", "slice", "concat",
+             "broadcast_to", "index_select"})
+
+
+def _is_low(t: ir.Type) -> bool:
+    return isinstance(t, ir.RankedTensorType) and str(t.element_type) in LOW_PRECISION
+
+
+def _as_f32(t: ir.Type) -> ir.RankedTensorType:
+    rt = ir.RankedTensorType(t)
+    return ir.RankedTensorType.get(rt.shape, ir.F32Type.get())
+
+
+def _copy_discardable(src: ir.Operation, dst: ir.Operation, spec_attrs) -> None:
+    for i in range(len(src.attributes)):
+        named = src.attributes[i]   # by position: a NamedAttribute
+        if named.name not in spec_attrs:
+            dst.attributes[named.name] = named.attr
+
+
+def _cast(v: ir.Value, to: ir.Type, kernel: ir.Attribute, rounding: bool = False) -> ir.Value:
+    r = ops.cast(v, result_type=to)
+    r.owner.attributes[KERNEL_ATTR] = kernel
+    if rounding:
+        r.owner.attributes[ROUNDING_ATTR] = ir.UnitAttr.get()
+    return r
+
+
+def widen_function(func_op) -> int:
+    """Widen the f16/bf16 ops of one graph function; returns how many were widened."""
+    wide: dict = {}      # (low-precision value, kernel label) -> its f32 form in that kernel
+    rounded = []
+    count = 0
+    for op in lamina_ops(func_op):
+        name = op.name.removeprefix("lamina.")
+        if name not in _WIDEN or KERNEL_ATTR not in op.attributes or not _is_low(op.results[0].type):
+            continue
+        kernel = op.attributes[KERNEL_ATTR]
+        label = int(ir.IntegerAttr(kernel).value)
+        spec = ops.op_specs()[name]
+        attrs = {k: op.attributes[k] for k in spec.attributes}
+        with ir.InsertionPoint(op), op.location:
+            operands = []
+            for v in op.operands:
+                if not _is_low(v.type):
+                    operands.append(v)
+                    continue
+                if (v, label) not in wide:   # a kernel input (or a value of another kernel)
+                    wide[(v, label)] = _cast(v, _as_f32(v.type), kernel)   # extf: exact
+                operands.append(wide[(v, label)])
+            want = _as_f32(op.results[0].type)
+            given = want if name in infer.RESULT_GIVEN_OPS else None
+            try:
+                new = ops.build(name, operands, attrs, given)
+            except (infer.ShapeError, TypeError, ValueError):
+                continue
+            if new.type != want:
+                new.owner.erase()
+                continue
+        _copy_discardable(op, new.owner, spec.attributes)
+        new.owner.attributes[WIDENED_ATTR] = ir.UnitAttr.get()
+        with ir.InsertionPoint(op), op.location:
+            copy = _cast(new, op.results[0].type, kernel, rounding=True)
+        op.results[0].replace_all_uses_with(copy)
+        op.erase()
+        wide[(copy, label)] = new
+        rounded.append(copy)
+        count += 1
+    for copy in rounded:
+        if not any(True for _ in copy.uses):
+            copy.owner.erase()
+    return count
+
+
+@in_module_context
+def widen_low_precision(module: ir.Module) -> int:
+    return sum(widen_function(f) for f in graph_functions(module))
+
+
+@register_pass("lamina-widen-low-precision", level="L2",
+               description="compute f16/bf16 ops in f32 inside each kernel (lamina.kernel), rounding once where values leave it")
+def run(module: ir.Module, **options) -> None:
+    reject_options(options)
+    widen_low_precision(module)
