@@ -22,15 +22,15 @@ func.func @exp_log_kept(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %1 : tensor<4xf32>
 }
 
-// x*1, 1*x, x+0, 0+x, x-0, x/1, x**1 (a constant whose elements are all 1 or 0,
-// broadcast or not, as long as the result type is x's type).
+// x*1, 1*x, x+(-0.0), (-0.0)+x, x-0, x/1, x**1 (a constant whose elements are all 1 or 0,
+// broadcast or not, as long as the result type is x's type; a float x + 0 needs -0.0).
 // CHECK-LABEL: func.func @identities
 // CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>)
 // CHECK-NOT: lamina.
 // CHECK: return %[[A]], %[[A]], %[[A]], %[[A]], %[[A]], %[[A]], %[[A]], %[[A]]
 func.func @identities(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %one = "lamina.constant"() {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
-  %zero = "lamina.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %zero = "lamina.constant"() {value = dense<-0.0> : tensor<f32>} : () -> tensor<f32>
   %ones8 = "lamina.constant"() {value = dense<1.0> : tensor<8xf32>} : () -> tensor<8xf32>
   %izero = "lamina.constant"() {value = dense<0> : tensor<i64>} : () -> tensor<i64>
   %0 = "lamina.mul"(%a, %one) : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
@@ -45,7 +45,8 @@ func.func @identities(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>,
 }
 
 // Not identities: the 1 broadcasts x to a bigger shape, or promotes its dtype;
-// 0 - x; x * 2; integer x / 1 is a float division; a constant not all ones.
+// 0 - x; x * 2; integer x / 1 is a float division; a constant not all ones;
+// float x + 0 and x + (int 0) (-0.0 + 0.0 is +0.0), x - (-0.0).
 // CHECK-LABEL: func.func @not_identities
 // CHECK: "lamina.mul"(%{{.*}}, %{{.*}}) : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK: "lamina.mul"(%{{.*}}, %{{.*}}) : (tensor<4x8xi64>, tensor<f32>) -> tensor<4x8xf32>
@@ -54,7 +55,10 @@ func.func @identities(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>,
 // CHECK: "lamina.mul"(%{{.*}}, %{{.*}}) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
 // CHECK: "lamina.div"(%{{.*}}, %{{.*}}) : (tensor<4x8xi64>, tensor<i64>) -> tensor<4x8xf32>
 // CHECK: "lamina.mul"(%{{.*}}, %{{.*}}) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
-func.func @not_identities(%v: tensor<8xf32>, %i: tensor<4x8xi64>, %h: tensor<4x8xf16>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>) {
+// CHECK: "lamina.add"(%{{.*}}, %{{.*}}) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+// CHECK: "lamina.add"(%{{.*}}, %{{.*}}) : (tensor<8xf32>, tensor<i64>) -> tensor<8xf32>
+// CHECK: "lamina.sub"(%{{.*}}, %{{.*}}) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+func.func @not_identities(%v: tensor<8xf32>, %i: tensor<4x8xi64>, %h: tensor<4x8xf16>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %ones = "lamina.constant"() {value = dense<1.0> : tensor<4x8xf32>} : () -> tensor<4x8xf32>
   %zeros = "lamina.constant"() {value = dense<0.0> : tensor<4x8xf32>} : () -> tensor<4x8xf32>
   %one = "lamina.constant"() {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
@@ -69,7 +73,12 @@ func.func @not_identities(%v: tensor<8xf32>, %i: tensor<4x8xi64>, %h: tensor<4x8
   %4 = "lamina.mul"(%v, %two) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
   %5 = "lamina.div"(%i, %ione) : (tensor<4x8xi64>, tensor<i64>) -> tensor<4x8xf32>
   %6 = "lamina.mul"(%v, %nonuniform) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
-  return %0, %1, %2, %3, %4, %5, %6 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>
+  %izero = "lamina.constant"() {value = dense<0> : tensor<i64>} : () -> tensor<i64>
+  %nzero = "lamina.constant"() {value = dense<-0.0> : tensor<f32>} : () -> tensor<f32>
+  %7 = "lamina.add"(%v, %zero) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %8 = "lamina.add"(%v, %izero) : (tensor<8xf32>, tensor<i64>) -> tensor<8xf32>
+  %9 = "lamina.sub"(%v, %nzero) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 
 // CHECK-LABEL: func.func @double_transpose

@@ -5,7 +5,8 @@ when the types differ (x * 1 where the 1 broadcasts x to a bigger shape or promo
 its dtype) nothing is rewritten. Rewrites:
 
     log(exp(x)) -> x                     neg(neg(x)) -> x      logical_not(logical_not(x)) -> x
-    x * 1, 1 * x, x / 1, x ** 1 -> x     x + 0, 0 + x, x - 0 -> x   (float: -0.0 + 0.0 gives +0.0; ignored)
+    x * 1, 1 * x, x / 1, x ** 1 -> x     x + 0, 0 + x, x - 0 -> x   (floats: only x + (-0.0) and
+                                         x - (+0.0) are identities: -0.0 + 0.0 is +0.0)
     transpose(x, identity) -> x          transpose(transpose(x, p), q) -> transpose(x, p∘q) or x
     reshape(x) to x's type -> x (at most one dynamic dim)     reshape(reshape(x)) -> reshape(x)
     broadcast_to(x) to x's static type -> x     broadcast_to(broadcast_to(x)) -> broadcast_to(x)
@@ -26,6 +27,7 @@ from mlir import ir
 from mlir import rewrite as rw
 
 from ..dialect import ops as lops
+from ..dialect import types as T
 from .common import (PassFailure, constant_array, defining_lamina, in_module_context, lamina_ops, reject_options,
                      splat_scalar)
 from .registry import register_pass
@@ -50,15 +52,18 @@ def _result_type(op):
     return op.results[0].type
 
 
-def _is_all(value: ir.Value, x) -> bool:
-    """True when `value` is a lamina.constant whose elements all equal `x`."""
+def _is_all(value: ir.Value, x, zero_sign: bool | None = None) -> bool:
+    """True when `value` is a lamina.constant whose elements all equal `x`; with
+    `zero_sign`, float zeros must also have that sign bit (True: -0.0)."""
     s = splat_scalar(value)
-    if s is not None:
-        return bool(s == x)
-    arr = constant_array(value)
-    if arr is None or arr.size == 0 or arr.size > _MAX_CHECKED_ELEMENTS:
+    arr = s if s is not None else constant_array(value)
+    if arr is None or (s is None and (arr.size == 0 or arr.size > _MAX_CHECKED_ELEMENTS)):
         return False
-    return bool(np.all(arr == x))
+    if not bool(np.all(arr == x)):
+        return False
+    if zero_sign is not None:   # integer zeros convert to +0.0
+        return bool(np.all(np.signbit(np.asarray(arr, dtype=np.float64)) == zero_sign))
+    return True
 
 
 def _if_same_type(value: ir.Value | None, op) -> ir.Value | None:
@@ -98,12 +103,17 @@ def _not_not(op, ip):
     return _if_same_type(inner.operands[0] if inner else None, op)
 
 
-def _drop_identity_operand(op, identity):
+def _zero_sign(op, sign: bool) -> bool | None:
+    """The sign a float zero must have to be an identity of `op` (None: integer result)."""
+    return sign if T.is_float(ir.RankedTensorType(_result_type(op)).element_type) else None
+
+
+def _drop_identity_operand(op, identity, zero_sign=None):
     """x op e -> x and e op x -> x, where e is all `identity` and x already has the op's type."""
     lhs, rhs = op.operands
-    if _is_all(rhs, identity) and lhs.type == _result_type(op):
+    if _is_all(rhs, identity, zero_sign) and lhs.type == _result_type(op):
         return lhs
-    if _is_all(lhs, identity) and rhs.type == _result_type(op):
+    if _is_all(lhs, identity, zero_sign) and rhs.type == _result_type(op):
         return rhs
     return None
 
@@ -115,13 +125,13 @@ def _mul_one(op, ip):
 
 @rewrite("add")
 def _add_zero(op, ip):
-    return _drop_identity_operand(op, 0)
+    return _drop_identity_operand(op, 0, _zero_sign(op, True))     # float: x + (-0.0)
 
 
 @rewrite("sub")
 def _sub_zero(op, ip):
     lhs, rhs = op.operands
-    return _if_same_type(lhs, op) if _is_all(rhs, 0) else None
+    return _if_same_type(lhs, op) if _is_all(rhs, 0, _zero_sign(op, False)) else None   # float: x - (+0.0)
 
 
 @rewrite("div", "pow")
