@@ -1,5 +1,8 @@
 """Compile one ATen FX graph (from AOTAutograd) with lamina, falling back op by op.
 
+0. Tensors on a device the target does not run on (inputs, constants, `device=` of
+   tensor-creating ops; CPU kernels given CUDA or meta pointers would crash): the whole
+   graph runs eagerly with one warning naming the device (strict: raises).
 1. Ask the importer which nodes it cannot convert.
 2. None: import, compile (lamina.pipeline) and run the whole graph as lamina kernels.
 3. Some: strict mode raises an error naming the first op and its source line; otherwise
@@ -19,6 +22,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from .. import dialect
+from ..codegen.target import supported_devices, target_devices
 from ..importer import LaminaOperatorSupport, import_graph, source_line, unsupported_nodes
 from ..pipeline import compile_module
 from . import report
@@ -37,10 +41,83 @@ def _op_name(node: torch.fx.Node) -> str:
     return str(node.target)
 
 
-def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
+def _warn_once(message: str, key=None) -> None:
+    key = message if key is None else key
+    if key not in _warned:
+        _warned.add(key)
         warnings.warn(message, LaminaFallbackWarning, stacklevel=3)
+
+
+def _device_type(d) -> str | None:
+    if isinstance(d, torch.device):
+        return d.type
+    if isinstance(d, str):
+        return torch.device(d).type
+    if isinstance(d, int):
+        return "cuda"  # torch reads a bare int device as a CUDA ordinal
+    return None
+
+
+def _first_user(node: torch.fx.Node) -> torch.fx.Node | None:
+    return next((u for u in node.users if u.op == "call_function"), None)
+
+
+def _unsupported_devices(gm: torch.fx.GraphModule, example_inputs, devices) -> list[tuple[str, str, object]]:
+    """[(device type, what lives there, the node to blame or None)] for tensors not on `devices`.
+
+    Looks at placeholders (their FakeTensor `meta["val"]`) and the example inputs,
+    get_attr constants, the `device=` kwarg of tensor-creating ops, and the values of
+    call_function nodes (an op that moves data to another device).
+    """
+    found = []
+
+    def check(val, what, node):
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        for v in vals:
+            if isinstance(v, torch.Tensor) and v.device.type not in devices:
+                found.append((v.device.type, what, node))
+                return
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, n in enumerate(placeholders):
+        check(n.meta.get("val"), f"input {n.name}", _first_user(n) or n)
+        if i < len(example_inputs or ()):
+            check(example_inputs[i], f"input {n.name}", _first_user(n) or n)
+    for n in gm.graph.nodes:
+        if n.op == "get_attr":
+            try:
+                value = operator.attrgetter(n.target)(gm)
+            except AttributeError:
+                value = n.meta.get("val")
+            check(value, f"constant {n.target}", _first_user(n) or n)
+        elif n.op == "call_function":
+            d = _device_type(n.kwargs.get("device"))
+            if d is not None and d not in devices:
+                found.append((d, f"{_op_name(n)}(device={n.kwargs['device']})", n))
+            check(n.meta.get("val"), f"the result of {_op_name(n)}", n)
+    return found
+
+
+def _device_fallback(gm, name, options, entry, bad):
+    """The whole graph runs eagerly: some of its tensors live on a device the target cannot use."""
+    devs = sorted({d for d, _, _ in bad})
+    runs_on = ", ".join(target_devices(options.target))
+    device, what, node = bad[0]
+    at = ""
+    if node is not None and getattr(node, "op", None) == "call_function":
+        line = source_line(node)
+        at = f" (used by {_op_name(node)}" + (f" at {line}" if line else "") + ")"
+    devices_text = ", ".join(repr(d) for d in devs)
+    reason = (f"tensors on device {devices_text}: the lamina target {options.target!r} runs on {runs_on} "
+              f"(devices any lamina target supports: {', '.join(supported_devices())}); "
+              f"first: {what} on {device!r}{at}")
+    if options.strict:
+        raise LaminaUnsupportedError(f"lamina (strict): {name} has {reason}")
+    _warn_once(f"lamina: running {name} eagerly: it has {reason}. Set LAMINA_STRICT=1 to make this an error.",
+               key=("device", tuple(devs), options.target))
+    entry["fallback_ops"] += [_op_name(n) for n in _aten_nodes(gm)]
+    entry["fallback_reason"] = reason
+    return gm
 
 
 def _strided_placeholders(gm: torch.fx.GraphModule) -> set[int]:
@@ -91,8 +168,11 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     all_ops = _aten_nodes(gm)
     entry = {"graph": name, "target": options.target, "ops_total": len(all_ops), "ops_compiled": 0,
              "fallback_ops": [], "kernels": 0, "compile_s": 0.0, "partitions": 0}
-    bad = unsupported_nodes(gm)
-    if bad:
+    off_device = _unsupported_devices(gm, example_inputs, set(target_devices(options.target)))
+    bad = [] if off_device else unsupported_nodes(gm)
+    if off_device:
+        runnable = _device_fallback(gm, name, options, entry, off_device)
+    elif bad:
         # Name ATen ops; for other nodes (e.g. SymInt placeholders) name the reason.
         names = sorted({_op_name(n) if n.op == "call_function" else f"{n.name} ({reason})" for n, reason in bad})
         if options.strict:
@@ -130,6 +210,7 @@ def _compile_failed(gm, name, options, entry, error):
                "running it eagerly. Set LAMINA_STRICT=1 to make this an error.")
     entry["fallback_ops"] += [_op_name(n) for n in _aten_nodes(gm)]
     entry["error"] = f"{type(error).__name__}: {error}"
+    entry["fallback_reason"] = f"compile failed: {type(error).__name__}"
     return gm
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from mlir import ir, passmanager
+from mlir.dialects import linalg
 from mlir.execution_engine import ExecutionEngine
 
 from .._assets import asset_path
@@ -51,32 +52,170 @@ def _find_in_site_packages(*relative: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def runtime_libraries() -> tuple[str, ...]:
-    """Shared libraries the JIT links against: LLVM's OpenMP runtime and MLIR's C runner utils.
+    """Shared libraries the JIT links against: LLVM's OpenMP runtime and MLIR's float16 utils.
 
-    MLIR's OpenMP lowering calls __kmpc_* (LLVM's libomp; libgomp lacks them). Override the
-    OpenMP library with LAMINA_OPENMP_LIB.
+    MLIR's OpenMP lowering calls __kmpc_* (LLVM's libomp; libgcc lacks them). Override the
+    OpenMP library with LAMINA_OPENMP_LIB. `libmlir_float16_utils.so` (16 KB; needs only
+    libLLVM.so, which the bindings load anyway) defines `__truncsfbf2`, which LLVM calls for
+    conversions to bf16 that arith-expand does not inline (int -> bf16, f64 -> bf16); it is
+    added when present. MLIR's C runner utils (`memrefCopy`) are not needed: strided copies
+    become loops (`copies_to_loops`), so the JIT does not drag in libMLIR.so (186 MB).
     """
-    libs = []
     omp = os.environ.get("LAMINA_OPENMP_LIB") or _find_in_site_packages("cmeel.prefix", "lib", "libomp.so")
     if not omp:
-        raise RuntimeError("LLVM's OpenMP runtime (libomp.so) not found: pip install cmeel-libomp, "
-                           "or set LAMINA_OPENMP_LIB to a libomp.so")
-    libs.append(omp)
-    utils = _find_in_site_packages("mlir", "lib", "libmlir_c_runner_utils.so")
-    if utils:
-        libs.append(utils)  # memrefCopy for copies between strided memrefs
+        raise RuntimeLibraryError("LLVM's OpenMP runtime (libomp.so) not found: pip install cmeel-libomp, "
+                                  "or set LAMINA_OPENMP_LIB to a libomp.so")
+    libs = [omp]
+    f16 = _find_in_site_packages("mlir", "lib", "libmlir_float16_utils.so")
+    if f16:
+        libs.append(f16)
     return tuple(libs)
 
 
-def lower_to_llvm(module: ir.Module) -> None:
-    """Run the CPU pipeline asset on a module of lamina-kernel-abi kernels (tiled or not)."""
-    passmanager.PassManager.parse(cpu_pipeline_text(), context=module.context).run(module.operation)
+class RuntimeLibraryError(RuntimeError):
+    """A shared library the JIT needs is missing or cannot be loaded."""
+
+
+_LOADABLE: set[str] = set()
+
+
+def check_loadable(libraries: Sequence[str]) -> list[str]:
+    """Raise RuntimeLibraryError unless every library loads with dlopen.
+
+    The ExecutionEngine prints "Program aborted due to an unhandled Error" and aborts the
+    process when a shared library fails to load; ctypes raises an OSError with the reason
+    instead, so every library is tried here first (once per path and process).
+    """
+    for path in libraries:
+        if path in _LOADABLE:
+            continue
+        try:
+            ctypes.CDLL(path)
+        except OSError as e:
+            raise RuntimeLibraryError(f"lamina: the CPU JIT cannot load the runtime library {path}: {e}. "
+                                      "Install cmeel-libomp or point LAMINA_OPENMP_LIB at a working "
+                                      "libomp.so.") from e
+        _LOADABLE.add(path)
+    return list(libraries)
+
+
+# ---- the pipeline ------------------------------------------------------------------------------
+
+# The Python step `copies_to_loops` runs right after this pass of the pipeline assets:
+# every memref.copy that bufferization and the deallocation pipeline made exists by then,
+# and convert-linalg-to-parallel-loops, next, turns the linalg.copy ops into loops.
+COPY_REWRITE_AFTER = "convert-bufferization-to-memref"
+
+
+def _top_level_passes(pipeline: str) -> list[str]:
+    """'builtin.module(a, b{x=1}, func.func(c))' -> ['a', 'b{x=1}', 'func.func(c)']."""
+    body = pipeline.strip()
+    head = "builtin.module("
+    if not (body.startswith(head) and body.endswith(")")):
+        raise ValueError(f"expected a builtin.module(...) pipeline, got {pipeline[:60]!r}")
+    body = body[len(head):-1]
+    parts, depth, cur = [], 0, []
+    for ch in body:
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def pipeline_steps(pipeline: str) -> list:
+    """The steps that lower a module: upstream pipeline texts and the Python `copies_to_loops`."""
+    passes = _top_level_passes(pipeline)
+    names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
+    if COPY_REWRITE_AFTER not in names:
+        return [pipeline, copies_to_loops]
+    cut = names.index(COPY_REWRITE_AFTER) + 1
+    steps = [f"builtin.module({', '.join(passes[:cut])})", copies_to_loops]
+    if passes[cut:]:
+        steps.append(f"builtin.module({', '.join(passes[cut:])})")
+    return steps
+
+
+@functools.lru_cache(maxsize=None)
+def function_boundary_pipeline_text() -> str:
+    """passes/cpu.pipeline for modules whose functions take and return tensors.
+
+    (lamina-to-linalg output without lamina-kernel-abi, as the lowering tests build it:
+    bufferization also converts function signatures, to identity-layout memrefs.) Run it
+    with `lower_to_llvm(module, pipeline=function_boundary_pipeline_text())`, which adds
+    the `copies_to_loops` step, so the JIT needs only runtime_libraries().
+    """
+    text = cpu_pipeline_text("cpu.pipeline")
+    bufferize = "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}"
+    passes = [bufferize if p.startswith("one-shot-bufferize") else p for p in _top_level_passes(text)]
+    return f"builtin.module({', '.join(passes)})"
+
+
+def _identity_layout(t) -> bool:
+    layout = ir.MemRefType(t).layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(layout.value.n_dims)
+
+
+def copies_to_loops(module: ir.Module | ir.Operation) -> int:
+    """Rewrite memref.copy between non-identity-layout memrefs into linalg.copy.
+
+    finalize-memref-to-llvm lowers such a copy (a strided slice, a concat piece, a copy
+    into a strided output) to a call of `memrefCopy` from MLIR's C runner utils; as a
+    linalg.copy it becomes a parallel loop nest like every other kernel loop. Copies
+    between identity layouts stay memref.copy (an llvm.memcpy). Returns the count.
+    """
+    op = module.operation if isinstance(module, ir.Module) else module
+    copies = []
+
+    def collect(o):
+        if o.name == "memref.copy":
+            copies.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(collect)
+    n = 0
+    for c in copies:
+        src, dst = c.operands[0], c.operands[1]
+        if _identity_layout(src.type) and _identity_layout(dst.type):
+            continue
+        with ir.InsertionPoint(c), c.location:
+            linalg.copy(src, outs=[dst])
+        c.erase()
+        n += 1
+    return n
+
+
+def lower_to_llvm(module: ir.Module, pipeline: str | None = None) -> None:
+    """Lower a module of lamina-kernel-abi kernels to LLVM (the CPU pipeline asset, tiled or not).
+
+    `pipeline` replaces the asset's text (e.g. function_boundary_pipeline_text()). The
+    pipeline is run in steps, with `copies_to_loops` after COPY_REWRITE_AFTER.
+    """
+    for step in pipeline_steps(pipeline or cpu_pipeline_text()):
+        if callable(step):
+            with module.context, ir.Location.unknown(module.context):
+                step(module)
+        else:
+            passmanager.PassManager.parse(step, context=module.context).run(module.operation)
 
 
 @register_pass("lamina-lower-cpu", level="L5",
                description="bufferize kernels and lower them to LLVM with OpenMP loops (passes/cpu-tiled.pipeline)")
 def lower_cpu(module: ir.Module, **options) -> None:
     lower_to_llvm(module)
+
+
+@register_pass("lamina-copies-to-loops", level="L5",
+               description="rewrite memref.copy between strided memrefs to linalg.copy (no memrefCopy runtime call)")
+def copies_to_loops_pass(module: ir.Module, **options) -> None:
+    copies_to_loops(module)
 
 
 def _import_dynamo_first() -> None:
@@ -89,12 +228,27 @@ def _import_dynamo_first() -> None:
         pass
 
 
+def _check_no_runner_utils_calls(module: ir.Module) -> None:
+    """A module that declares `memrefCopy` was lowered without `copies_to_loops`.
+
+    The JIT would fail with "Symbols not found: memrefCopy" (runtime_libraries() has no
+    MLIR runner utils); say what to do instead.
+    """
+    for op in module.body.operations:
+        if op.operation.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value == "memrefCopy":
+            raise RuntimeLibraryError(
+                "lamina: the module calls memrefCopy (MLIR's runner utils, not linked): lower it with "
+                "lamina.codegen.cpu.lower_to_llvm(module, pipeline=...), which turns strided memref.copy "
+                "into loops, instead of running the pipeline text with a PassManager")
+
+
 class CpuKernelLibrary:
     """Kernels of one module, JIT-compiled together."""
 
     def __init__(self, module: ir.Module, opt_level: int = 3):
         _import_dynamo_first()
-        self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=list(runtime_libraries()))
+        _check_no_runner_utils_calls(module)
+        self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=check_loadable(runtime_libraries()))
         self._entries: dict[str, object] = {}
 
     def _entry(self, kernel: str):
@@ -116,6 +270,7 @@ class CpuKernelLibrary:
 class CpuTarget:
     name = "cpu"
     device = "cpu"
+    devices = ("cpu",)  # kernels dereference host pointers: any other device would crash them
 
     def lower(self, module: ir.Module, dump=None) -> None:
         lower_to_llvm(module)

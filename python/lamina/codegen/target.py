@@ -19,7 +19,8 @@ class KernelLibrary(Protocol):
 
 class Target(Protocol):
     name: str
-    device: str  # torch device type of the tensors it runs on
+    device: str  # torch device type of the tensors it runs on (runtime allocations)
+    devices: tuple[str, ...]  # every torch device type its kernels accept (default: (device,))
 
     def schedule(self, module: ir.Module) -> None:
         """Optional: loop schedules (tiling, vectorization) on the lowered kernels, in place."""
@@ -41,9 +42,28 @@ def register_target(name: str):
     return register
 
 
-def get_target(name: str) -> Target:
+def _load_targets() -> None:
     from . import cpu  # noqa: F401  (registers "cpu")
 
+
+def target_devices(name: str) -> tuple[str, ...]:
+    """Torch device types (`tensor.device.type`) whose tensors target `name` can run on."""
+    _load_targets()
+    try:
+        cls = _TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown lamina target {name!r}; known: {', '.join(sorted(_TARGETS))}") from None
+    return tuple(getattr(cls, "devices", None) or (cls.device,))
+
+
+def supported_devices() -> tuple[str, ...]:
+    """Device types some registered target runs on (today: cpu)."""
+    _load_targets()
+    return tuple(sorted({d for name in _TARGETS for d in target_devices(name)}))
+
+
+def get_target(name: str) -> Target:
+    _load_targets()
     try:
         return _TARGETS[name]()
     except KeyError:

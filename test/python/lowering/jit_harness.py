@@ -1,32 +1,33 @@
 """JIT harness for the lowering numerics tests: lamina funcs -> lamina-to-linalg -> LLVM -> run.
 
-The upstream pipeline the lowered IR needs is PIPELINE (same as to_linalg.CPU_PIPELINE):
-DESIGN.md's CPU pipeline plus `convert-math-to-funcs` after bufferization (math.ipowi; its cf-based helper
-functions must not meet one-shot-bufferize) and
-`convert-math-to-llvm, convert-math-to-libm` before `convert-to-llvm` (math.erf -> libm erff).
+The upstream pipeline the lowered IR needs is PIPELINE, the CPU target's function-boundary
+variant of passes/cpu.pipeline (lamina.codegen.cpu.function_boundary_pipeline_text():
+bufferization also converts the tensor signatures of these test functions), run by
+lamina.codegen.cpu.lower_to_llvm, which adds the Python step that turns strided
+memref.copy into loops, so the JIT needs only the CPU target's runtime libraries (libomp).
 """
 from __future__ import annotations
 
 import ctypes
 
 import torch
-from mlir import ir, passmanager
+from mlir import ir
 from mlir.dialects import func
 from mlir.execution_engine import ExecutionEngine
 
 from lamina.dialect import make_context
 from lamina.dialect import types as T
-from lamina.codegen.cpu import runtime_libraries
-from lamina.lowering.to_linalg import CPU_PIPELINE, lower_to_linalg
+from lamina.codegen.cpu import check_loadable, function_boundary_pipeline_text, lower_to_llvm, runtime_libraries
+from lamina.lowering.to_linalg import lower_to_linalg
 from lamina.runtime.memref import descriptor, descriptor_class
 
-# One source for the pipeline and the JIT's libraries: the lowering's function-boundary
-# variant of the CPU pipeline, and the CPU target's runtime libraries.
-PIPELINE = CPU_PIPELINE
+# One source for the pipeline and the JIT's libraries: the CPU target's function-boundary
+# variant of its pipeline, and its runtime libraries.
+PIPELINE = function_boundary_pipeline_text()
 
 
 def shared_libs() -> list[str]:
-    return list(runtime_libraries())
+    return check_loadable(runtime_libraries())
 
 
 _DTYPE = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -86,7 +87,7 @@ def compile_cases(cases) -> Compiled:
             for blk in op.regions[0].blocks:
                 for inner in blk.operations:
                     assert not inner.operation.name.startswith("lamina."), inner
-        passmanager.PassManager.parse(PIPELINE).run(module.operation)
+        lower_to_llvm(module, pipeline=PIPELINE)
         engine = ExecutionEngine(module, opt_level=2, shared_libs=shared_libs())
     c = Compiled(engine, sigs, text)
     c.ctx = ctx

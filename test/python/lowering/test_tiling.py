@@ -13,10 +13,10 @@ from __future__ import annotations
 import pytest
 import torch._dynamo  # noqa: F401  (import before the JIT loads LLVM: see test_torch_compile_tiled)
 import torch
-from mlir import ir, passmanager
+from mlir import ir
 
 from lamina._assets import asset_path
-from lamina.codegen.cpu import CpuKernelLibrary
+from lamina.codegen.cpu import CpuKernelLibrary, lower_to_llvm
 from lamina.dialect import make_context
 from lamina.lowering import tiling
 from lamina.transforms.registry import run_pass
@@ -127,7 +127,7 @@ def compile_tiled(src: str):
         run_pass("lamina-tile-cpu", module)
         assert module.operation.verify()
         tiled_ir = str(module)
-        passmanager.PassManager.parse(pipeline_text("cpu-tiled.pipeline")).run(module.operation)
+        lower_to_llvm(module, pipeline=pipeline_text("cpu-tiled.pipeline"))
         lib = CpuKernelLibrary(module)
     lib._ctx = ctx  # keep the context alive with the engine
     return lib, tiled_ir
@@ -230,7 +230,7 @@ def test_non_contraction_kernel_untouched():
 def tiled_lower(self, module, dump=None):
     """What CpuTarget.lower becomes once lamina-tile-cpu is wired in."""
     run_pass("lamina-tile-cpu", module)
-    passmanager.PassManager.parse(pipeline_text("cpu-tiled.pipeline"), context=module.context).run(module.operation)
+    lower_to_llvm(module, pipeline=pipeline_text("cpu-tiled.pipeline"))
 
 
 LAMINA_GRAPH = """

@@ -1,0 +1,199 @@
+"""Graphs the CPU JIT must not run, and the JIT's runtime libraries.
+
+* Tensors on a device no lamina target runs on (checked with `meta`, which every CPU-only
+  machine has; CUDA tensors take the same path): the whole graph runs eagerly with one
+  LaminaFallbackWarning naming the device, the report says why, strict mode raises.
+* A runtime library that fails to load is a Python exception (fallback / strict error),
+  not an ExecutionEngine abort.
+* The JIT needs no MLIR runner utils: strided copies (slices, cat, narrow, transposes)
+  become loops, and no lowered module calls `memrefCopy`.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import lamina.backend
+from lamina.backend import LaminaFallbackWarning, LaminaUnsupportedError
+from lamina.backend import compile_fx as compile_fx_mod
+from lamina.codegen import cpu
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    torch._dynamo.reset()
+    monkeypatch.setattr(compile_fx_mod, "_warned", set())  # warn-once is per process
+    monkeypatch.delenv("LAMINA_STRICT", raising=False)
+    yield
+    torch._dynamo.reset()
+
+
+def lamina_warnings(caught):
+    return [w for w in caught if issubclass(w.category, LaminaFallbackWarning)]
+
+
+def caused_by(exc: BaseException, cls) -> BaseException | None:
+    """The exception of type `cls` that Dynamo wrapped (BackendCompilerFailed)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, cls):
+            return exc
+        seen.add(id(exc))
+        exc = getattr(exc, "inner_exception", None) or exc.__cause__ or exc.__context__
+    return None
+
+
+def sin_plus_one(x):
+    return torch.sin(x) + 1
+
+
+# ---- unsupported devices -----------------------------------------------------------------------
+
+def test_meta_inputs_fall_back_to_eager_with_one_warning():
+    x = torch.randn(4, 4, device="meta")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(sin_plus_one, backend="lamina")(x)
+    assert out.device.type == "meta" and out.shape == sin_plus_one(x).shape
+    found = lamina_warnings(caught)
+    assert len(found) == 1, [str(w.message) for w in found]
+    assert "'meta'" in str(found[0].message)
+    record = lamina.backend.last_report()
+    assert record["ops_compiled"] == 0 and record["kernels"] == 0
+    assert record["fallback_ops"] == ["aten.add.Tensor", "aten.sin.default"]
+    assert "meta" in record["fallback_reason"]
+
+
+def test_meta_inputs_raise_in_strict_mode():
+    with pytest.raises(Exception) as info:
+        torch.compile(sin_plus_one, backend="lamina", options={"strict": True})(torch.randn(4, 4, device="meta"))
+    err = caused_by(info.value, LaminaUnsupportedError)
+    assert err is not None, f"expected a LaminaUnsupportedError, got {info.value!r}"
+    message = str(err)
+    assert "'meta'" in message
+    assert "aten.sin" in message and "test_devices_and_runtime.py" in message  # the op and the user's line
+
+
+def test_mixed_cpu_and_meta_inputs_fall_back():
+    def f(x, y):
+        return x.sin(), y.cos() * 2
+
+    x, y = torch.randn(4, device="meta"), torch.randn(3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a, b = torch.compile(f, backend="lamina")(x, y)
+    assert a.device.type == "meta" and a.shape == (4,)
+    torch.testing.assert_close(b, f(x, y)[1])
+    assert len(lamina_warnings(caught)) == 1
+    assert lamina.backend.last_report()["ops_compiled"] == 0
+
+
+def test_tensor_created_on_meta_inside_the_graph_falls_back():
+    def f(x):
+        return torch.ones(3, device="meta") * 2 + x.sum().to("meta")
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(f, backend="lamina")(torch.randn(3))
+    assert out.device.type == "meta" and out.shape == (3,)
+    assert len(lamina_warnings(caught)) == 1
+    assert "meta" in lamina.backend.last_report()["fallback_reason"]
+    with pytest.raises(Exception) as info:
+        torch._dynamo.reset()
+        torch.compile(f, backend="lamina", options={"strict": True})(torch.randn(3))
+    assert caused_by(info.value, LaminaUnsupportedError) is not None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_inputs_fall_back_instead_of_crashing():
+    model = torch.nn.Linear(8, 4).cuda()
+    x = torch.randn(2, 8, device="cuda")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(model, backend="lamina")(x)
+    torch.testing.assert_close(out, model(x))
+    assert any("'cuda'" in str(w.message) for w in lamina_warnings(caught))
+
+
+# ---- runtime libraries -------------------------------------------------------------------------
+
+def test_runtime_libraries_need_no_runner_utils():
+    libs = cpu.runtime_libraries()
+    assert libs and any("omp" in Path(p).name for p in libs)
+    assert not any("runner_utils" in Path(p).name or Path(p).name.startswith("libMLIR.") for p in libs), libs
+    assert cpu.check_loadable(libs) == list(libs)
+
+
+@pytest.fixture
+def broken_openmp(tmp_path, monkeypatch):
+    bad = tmp_path / "libomp.so"
+    bad.write_bytes(b"this is not an ELF file")
+    monkeypatch.setenv("LAMINA_OPENMP_LIB", str(bad))
+    cpu.runtime_libraries.cache_clear()
+    yield bad
+    monkeypatch.delenv("LAMINA_OPENMP_LIB")
+    cpu.runtime_libraries.cache_clear()
+
+
+def test_a_runtime_library_that_does_not_load_is_an_exception(broken_openmp):
+    with pytest.raises(cpu.RuntimeLibraryError, match="libomp.so"):
+        cpu.check_loadable(cpu.runtime_libraries())
+    x = torch.randn(5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(sin_plus_one, backend="lamina")(x)  # falls back, does not abort
+    torch.testing.assert_close(out, sin_plus_one(x))
+    assert any("RuntimeLibraryError" in str(w.message) for w in lamina_warnings(caught))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=str(broken_openmp)):
+        torch.compile(sin_plus_one, backend="lamina", options={"strict": True})(x)
+
+
+# ---- strided copies without memrefCopy --------------------------------------------------------
+
+COPY_CASES = {
+    "strided_slice": (lambda x: x[:, ::2], lambda: (torch.randn(4, 8),)),
+    "strided_slice_math": (lambda x: x[:, ::2] * 2 + x[:, 1::2], lambda: (torch.randn(4, 8),)),
+    "cat_noncontiguous": (lambda x, y: torch.cat([x, y], 1),
+                          lambda: (torch.randn(8, 4).t(), torch.randn(4, 16)[:, ::2])),
+    "cat_of_views": (lambda x, y: torch.cat([x.t(), y[:, ::2]], 0), lambda: (torch.randn(8, 4), torch.randn(3, 16))),
+    "transposed_input": (lambda x: x + 1, lambda: (torch.randn(6, 4).t(),)),
+    "transpose_out": (lambda x: x.t().contiguous(), lambda: (torch.randn(6, 4),)),
+    "narrow": (lambda x: x.narrow(1, 2, 3), lambda: (torch.randn(4, 8),)),
+    "narrow_of_transposed": (lambda x: x.narrow(0, 1, 2) * 3 + x.narrow(0, 0, 2), lambda: (torch.randn(4, 8).t(),)),
+    "slice_softmax": (lambda x: x[:, 1:].softmax(-1), lambda: (torch.randn(8, 9),)),
+}
+
+
+@pytest.mark.parametrize("name", list(COPY_CASES))
+def test_strided_copies_without_runner_utils(name, tmp_path):
+    fn, make = COPY_CASES[name]
+    inputs = make()
+    out = torch.compile(fn, backend="lamina", options={"strict": True, "dump_ir": str(tmp_path)})(*inputs)
+    torch.testing.assert_close(out, fn(*inputs))
+    lowered = list(tmp_path.glob("*-target.mlir"))
+    assert lowered, "no lowered module was dumped"
+    for path in lowered:
+        text = path.read_text()
+        assert "memrefCopy" not in text, f"{path.name} calls MLIR's runner-utils memrefCopy"
+
+
+def test_copies_to_loops_rewrites_strided_copies():
+    from mlir import ir
+
+    from lamina.dialect import make_context
+
+    src = """
+    func.func @k(%a: memref<4x8xf32, strided<[?, ?], offset: ?>>, %b: memref<4x8xf32>, %c: memref<4x8xf32>) {
+      memref.copy %a, %b : memref<4x8xf32, strided<[?, ?], offset: ?>> to memref<4x8xf32>
+      memref.copy %b, %c : memref<4x8xf32> to memref<4x8xf32>
+      return
+    }"""
+    with make_context():
+        module = ir.Module.parse(src)
+        assert cpu.copies_to_loops(module) == 1
+        text = str(module)
+    assert "linalg.copy" in text and text.count("memref.copy") == 1  # the identity copy stays a memcpy
