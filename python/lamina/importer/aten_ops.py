@@ -348,6 +348,40 @@ for _op in ("and", "or", "xor"):
     register(f"aten.bitwise_{_op}.Tensor", f"aten.bitwise_{_op}.Scalar", check=_bool_only)(_logical(f"logical_{_op}"))
 
 
+def _isnan(x):
+    return ops.ne(x, x)
+
+
+@register("aten.isnan.default")
+def _isnan_conv(imp, node, a):
+    x = a.self
+    return _isnan(x) if T.is_float(elem(x)) else constant(False, "i1", shape(x))
+
+
+@register("aten.isinf.default")
+def _isinf(imp, node, a):
+    x = a.self
+    if not T.is_float(elem(x)):
+        return constant(False, "i1", shape(x))
+    return ops.eq(ops.abs(x), constant(math.inf, elem(x)))
+
+
+def _nan_ignoring(op):
+    """fmax/fmin: like maximum/minimum, but a NaN operand yields the other one."""
+    def conv(imp, node, a):
+        want = meta_type(node).element_type
+        x, y = cast(a.self, want), cast(a.other, want)
+        both = getattr(ops, op)(x, y)
+        if not T.is_float(want):
+            return both
+        return ops.where(_isnan(x), y, ops.where(_isnan(y), x, both))
+    return conv
+
+
+register("aten.fmax.default")(_nan_ignoring("maximum"))
+register("aten.fmin.default")(_nan_ignoring("minimum"))
+
+
 @register("aten.logical_not.default")
 def _logical_not(imp, node, a):
     return ops.logical_not(a.self)
@@ -711,6 +745,32 @@ def _unbind(imp, node, a):
     return tuple(reshape(slice_(a.self, a.dim, i, i + 1), meta_type(node, i)) for i in range(n))
 
 
+def _slice_scatter_check(node):
+    step = node.kwargs.get("step", node.args[5] if len(node.args) > 5 else 1)
+    return None if step == 1 else f"slice_scatter with step {step}"
+
+
+@register("aten.slice_scatter.default", check=_slice_scatter_check)
+def _slice_scatter(imp, node, a):
+    """input with input[start:end] along dim replaced by src (what x[:, 1:].mul_(2) becomes):
+    concat(input[:start], src, input[end:]), leaving out empty pieces."""
+    x, src = a.self, cast(a.src, elem(a.self))
+    dim = a.dim % rank(x)
+    size = shape(x)[dim]
+    start = 0 if a.start is None else (a.start + size if a.start < 0 else a.start)
+    end = size if a.end is None else (a.end + size if a.end < 0 else a.end)
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    pieces = [p for p, n in ((slice_(x, dim, 0, start), start), (src, end - start), (slice_(x, dim, end, size), size - end))
+              if n > 0]
+    if not pieces:
+        return x
+    out = pieces[0]
+    for p in pieces[1:]:
+        out = ops.concat(out, p, dim=dim)
+    return out
+
+
 @register("aten.index_select.default")
 def _index_select(imp, node, a):
     idx = a.index
@@ -840,12 +900,12 @@ def _no_half_to_float(node):
 
 @register("aten._softmax.default", check=_no_half_to_float)
 def _softmax(imp, node, a):
-    return ops.softmax(a.self, dim=a.dim % rank(a.self))
+    return ops.softmax(a.self, dim=a.dim % max(rank(a.self), 1))   # a 0-d tensor is its own row
 
 
 @register("aten._log_softmax.default", check=_no_half_to_float)
 def _log_softmax(imp, node, a):
-    return ops.log_softmax(a.self, dim=a.dim % rank(a.self))
+    return ops.log_softmax(a.self, dim=a.dim % max(rank(a.self), 1))
 
 
 @register("aten.native_layer_norm.default")
