@@ -81,3 +81,39 @@ func.func @pointwise(%a: memref<40x50xf32>, %out: memref<40x50xf32>) attributes 
   bufferization.materialize_in_destination %r in restrict writable %out : (tensor<40x50xf32>, memref<40x50xf32>) -> ()
   return
 }
+
+// A contraction with a loop of static size 0 (K = 0 here, M = 0 below) gets no plan and
+// stays untiled: tiling it would assert in computeAllSliceParameters. (lamina-to-linalg
+// emits a fill instead; this is hand-written IR.)
+// PLAN-LABEL: func.func @matmul_k0
+// PLAN:       linalg.matmul ins
+// PLAN-NOT:   lamina.tile_sizes
+// CHECK-LABEL: func.func @matmul_k0
+// CHECK:       linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<3x0xf32>, tensor<0x4xf32>)
+// CHECK-NOT:   scf.forall
+func.func @matmul_k0(%a: memref<3x0xf32>, %b: memref<0x4xf32>, %out: memref<3x4xf32>) attributes {lamina.kernel = 4 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<3x0xf32> to tensor<3x0xf32>
+  %B = bufferization.to_tensor %b restrict : memref<0x4xf32> to tensor<0x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %m = linalg.matmul ins(%A, %B : tensor<3x0xf32>, tensor<0x4xf32>) outs(%f : tensor<3x4xf32>) -> tensor<3x4xf32>
+  bufferization.materialize_in_destination %m in restrict writable %out : (tensor<3x4xf32>, memref<3x4xf32>) -> ()
+  return
+}
+
+// PLAN-LABEL: func.func @bmm_m0
+// PLAN-NOT:   lamina.tile_sizes
+// CHECK-LABEL: func.func @bmm_m0
+// CHECK:       linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<2x0x8xf32>, tensor<2x8x4xf32>)
+// CHECK-NOT:   scf.forall
+func.func @bmm_m0(%a: memref<2x0x8xf32>, %b: memref<2x8x4xf32>, %out: memref<2x0x4xf32>) attributes {lamina.kernel = 5 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<2x0x8xf32> to tensor<2x0x8xf32>
+  %B = bufferization.to_tensor %b restrict : memref<2x8x4xf32> to tensor<2x8x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x0x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x0x4xf32>) -> tensor<2x0x4xf32>
+  %m = linalg.batch_matmul ins(%A, %B : tensor<2x0x8xf32>, tensor<2x8x4xf32>) outs(%f : tensor<2x0x4xf32>) -> tensor<2x0x4xf32>
+  bufferization.materialize_in_destination %m in restrict writable %out : (tensor<2x0x4xf32>, memref<2x0x4xf32>) -> ()
+  return
+}

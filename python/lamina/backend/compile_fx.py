@@ -48,6 +48,15 @@ def _warn_once(message: str, key=None) -> None:
         warnings.warn(message, LaminaFallbackWarning, stacklevel=3)
 
 
+def _blame_line(node: torch.fx.Node) -> str:
+    """The user's source line for `node`; for a graph input, the line of its first use."""
+    line = source_line(node)
+    if not line and node.op == "placeholder":
+        user = _first_user(node)
+        line = source_line(user) if user is not None else ""
+    return line or "<no source line>"
+
+
 def _device_type(d) -> str | None:
     if isinstance(d, torch.device):
         return d.type
@@ -178,7 +187,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
         if options.strict:
             node, reason = bad[0]
             raise LaminaUnsupportedError(
-                f"lamina (strict): {_op_name(node)} is not supported ({reason}), at {source_line(node)}; "
+                f"lamina (strict): {_op_name(node)} is not supported ({reason}), at {_blame_line(node)}; "
                 f"all unsupported ops in {name}: {', '.join(names)}")
         _warn_once(f"lamina: running {', '.join(names)} eagerly (not supported by lamina); "
                    "the supported parts are compiled. Set LAMINA_STRICT=1 to make this an error.")

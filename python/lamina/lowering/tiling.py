@@ -4,7 +4,10 @@ transform-dialect schedule.
 Runs on kernel functions (`lamina.kernel`) after lamina-kernel-abi, while their bodies are
 still linalg on tensors (between bufferization.to_tensor and materialize_in_destination).
 Kernels without a contraction (linalg.matmul, linalg.batch_matmul, or a linalg.generic that
-`linalg.isa_contraction_op` accepts) are left untouched. For each contraction C:
+`linalg.isa_contraction_op` accepts) are left untouched, and so is a contraction with a
+static size 0 in any operand or result (lamina-to-linalg emits none, but hand-written IR
+may: tiling it would assert). The kernel is verified before the schedule is applied, so
+invalid IR raises instead of aborting. For each contraction C:
 
   1. fuse the elementwise epilogue (upstream linalg-fuse-elementwise-ops, on this kernel only)
      so bias + relu (...) become one linalg.generic E consuming C;
@@ -280,11 +283,23 @@ def _fuse_elementwise(func_op) -> None:
     pm.run(func_op.operation)
 
 
+def _has_empty_loop(op) -> bool:
+    """A static 0 in any operand or result shape: some loop has size 0 (tiling would assert
+    in computeAllSliceParameters, and there is nothing to compute)."""
+    for v in list(op.operands) + list(op.results):
+        if isinstance(v.type, ir.ShapedType) and ir.ShapedType(v.type).has_rank:
+            t = ir.ShapedType(v.type)
+            if any(not t.is_dynamic_dim(i) and t.get_dim_size(i) == 0 for i in range(t.rank)):
+                return True
+    return False
+
+
 def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
-    """Record tiling decisions on the contractions of one kernel; return the schedule items."""
+    """Record tiling decisions on the contractions of one kernel; return the schedule items.
+    A contraction with a loop of static size 0 gets no plan (it stays untiled)."""
     items = []
     for c in _top_linalg_ops(func_op):
-        if not _is_contraction(c):
+        if not _is_contraction(c) or _has_empty_loop(c):
             continue
         res_t = ir.RankedTensorType(c.results[0].type) if len(c.results) == 1 else None
         if res_t is None:
@@ -339,10 +354,14 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     """Tile one kernel function in place; False (and nothing changed) if it has no contraction."""
     if not has_contraction(func_op):
         return False
+    # Invalid IR would abort the process inside a pass or the interpreter (assertion build):
+    # fail in Python instead, here and again after planning.
+    func_op.operation.verify()
     _fuse_elementwise(func_op)
     items = plan_kernel(func_op, [0])
     if not items or annotate_only:
         return bool(items)
+    func_op.operation.verify()
     text = build_schedule(items)
     if dump_schedule:
         print(text, file=sys.stderr)

@@ -14,14 +14,24 @@ lamina op is replaced, at its own location, by the ops one function of `_LOWERIN
 * reductions -> `linalg.fill` (identity) + a `linalg.generic` with reduction iterators whose
   output map keeps reduced dims as constant 0 when keepdim; sums/products/means/variances
   of f16/bf16 accumulate in f32; var is two-pass (mean, then squared deviations).
+  Float sums (reduce_sum, reduce_mean, both passes of var, hence softmax denominators and
+  norms) over more than 16 elements, or a dynamic number, are compensated: the generic
+  carries (s, c) and adds with TwoSum, the map after it reads s + c (see "additive float
+  reductions" below; error ~2 ulp for any row length). The choice is the attribute
+  `lamina.accumulate = "compensated" | "plain"` on the generic; the same attribute on the
+  lamina op overrides it. max/min/prod and integer sums are plain.
 * matmul -> `linalg.matmul` (2-D, or [..., M, K] x [K, N] by collapsing the batch dims into
   M), `linalg.batch_matmul` (equal batch dims, collapsed into one), or a contraction
-  `linalg.generic` when batch dims broadcast. f16/bf16 accumulate in f32.
+  `linalg.generic` when batch dims broadcast. f16/bf16 accumulate in f32. A statically
+  empty K is the fill of 0 alone (no contraction op: tiling asserts on a loop of size 0).
 * data movement -> `tensor.collapse_shape`/`expand_shape`/`reshape`, `linalg.transpose`,
   `tensor.extract_slice`, `tensor.insert_slice`, a gather `linalg.generic` (index_select).
 * constant -> `arith.constant`; iota -> `linalg.generic` on `linalg.index`.
 
-Dynamic dims (`?`) get their sizes from `tensor.dim` of an operand.
+Dynamic dims (`?`) get their sizes from `tensor.dim` of an operand. Static zero sizes give
+valid IR and no work: a generic whose iteration space is statically empty is not built (its
+results are its inits: the `tensor.empty` of a zero-element result, the fill of a reduction
+over an empty dim; mean and var then divide 0 by 0 = nan, as torch does).
 
 What the lowered IR needs downstream (beyond the DESIGN.md CPU pipeline): `convert-math-to-funcs`
 (math.ipowi of integer pow; after bufferization, whose function-boundary analysis rejects
@@ -186,11 +196,27 @@ def _iters(kinds: Sequence[str]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in kinds])
 
 
+def _empty_domain(operands: Sequence[ir.Value], maps: Sequence[ir.AffineMap]) -> bool:
+    """True if some loop has static extent 0 (an operand dim of size 0 read by a plain d_i)."""
+    for v, m in zip(operands, maps):
+        for size, e in zip(_shape(v), m.results):
+            if size == 0 and isinstance(e, ir.AffineDimExpr):
+                return True
+    return False
+
+
 def _generic(inputs: Sequence[ir.Value], inits: Sequence[ir.Value], maps: Sequence[ir.AffineMap],
-             iterators: Sequence[str], body: Callable[..., Sequence[ir.Value]]) -> list[ir.Value]:
-    """linalg.generic; body(*scalar_args) builds the region and returns the values to yield."""
+             iterators: Sequence[str], body: Callable[..., Sequence[ir.Value]],
+             attrs: dict | None = None) -> list[ir.Value]:
+    """linalg.generic; body(*scalar_args) builds the region and returns the values to yield.
+    A statically empty iteration space runs no body: the results are the inits themselves
+    (a zero-element result is its tensor.empty, a reduction over an empty dim its fill)."""
+    if _empty_domain(list(inputs) + list(inits), maps):
+        return list(inits)
     st_in, st_init = [_st(v) for v in inputs], [_st(v) for v in inits]
     op = linalg.GenericOp([v.type for v in st_init], st_in, st_init, _maps_attr(maps), _iters(iterators))
+    for k, v in (attrs or {}).items():
+        op.attributes[k] = v
     logical = [_rt(v).element_type for v in list(inputs) + list(inits)]
     block = op.regions[0].blocks.append(*[_rt(v).element_type for v in st_in + st_init])
     with ir.InsertionPoint(block):
@@ -205,6 +231,8 @@ def _generic(inputs: Sequence[ir.Value], inits: Sequence[ir.Value], maps: Sequen
 
 def _fill(value: ir.Value, init: ir.Value) -> ir.Value:
     st = _st(init)
+    if 0 in _shape(st):  # nothing to fill
+        return init
     if _name(value.type) == "i1" and _name(_rt(st).element_type) != "i1":
         value = arith.extui(_rt(st).element_type, value)
     return _wrap(_one(linalg.fill(value, outs=[st])), init.type)
@@ -478,10 +506,12 @@ def _reduce_dims(op: ir.Operation) -> tuple[list[int], bool]:
 
 
 def _reduction(x: ir.Value, dims: list[int], keepdim: bool, result_type, acc_elem: ir.Type, identity,
-               combine, extra: Sequence[tuple[ir.Value, ir.AffineMap]] = ()) -> tuple[ir.Value, ir.AffineMap]:
-    """fill(identity) + linalg.generic reducing `x` over `dims` into a tensor of the result's
-    shape and element type `acc_elem`; combine(x_scalar, *extra_scalars, acc) -> new acc.
-    Returns the accumulator tensor and its indexing map (reused to read it back)."""
+               combine, extra: Sequence[tuple[ir.Value, ir.AffineMap]] = (), n_acc: int = 1,
+               attrs: dict | None = None) -> tuple[list[ir.Value], ir.AffineMap]:
+    """fill(identity) + linalg.generic reducing `x` over `dims` into `n_acc` accumulator
+    tensors of the result's shape and element type `acc_elem`;
+    combine(x_scalar, *extra_scalars, *accs) -> new accs (one Value when n_acc == 1).
+    Returns the accumulator tensors and their indexing map (reused to read them back)."""
     rank = _rt(x).rank
     in_shape = _shape(x)
     exprs, dyn = [], []
@@ -496,12 +526,82 @@ def _reduction(x: ir.Value, dims: list[int], keepdim: bool, result_type, acc_ele
     out_map = ir.AffineMap.get(rank, 0, exprs)
     acc_type = ir.RankedTensorType.get(ir.RankedTensorType(result_type).shape, acc_elem)
     init = _empty(acc_type, dyn)
-    filled = _fill(_const(acc_elem, identity), init)
+    filled = [_fill(_const(acc_elem, identity), init) for _ in range(n_acc)]
     inputs = [x] + [v for v, _ in extra]
-    maps = [ir.AffineMap.get_identity(rank)] + [m for _, m in extra] + [out_map]
+    maps = [ir.AffineMap.get_identity(rank)] + [m for _, m in extra] + [out_map] * n_acc
     iters = ["reduction" if i in dims else "parallel" for i in range(rank)]
-    res = _generic(inputs, [filled], maps, iters, lambda *a: [combine(*a)])[0]
-    return res, out_map
+
+    def body(*a):
+        r = combine(*a)
+        return [r] if n_acc == 1 else r
+    return _generic(inputs, filled, maps, iters, body, attrs), out_map
+
+
+# ---- additive float reductions: compensated accumulation --------------------------------
+# A float sum accumulated sequentially in one f32 scalar loses ~log2(n) bits: 2^24 values
+# near 100 sum 17% off. Rows longer than COMPENSATED_MIN (or of dynamic length) therefore
+# carry two accumulators (s, c) through the reduction generic: each addend y = x + c goes
+# into s with Knuth's branch-free TwoSum, whose exact rounding error becomes the new c.
+# Feeding c into the next addend (Kahan's scheme) keeps |c| <= ulp(s)/2; summing the
+# errors into c separately (Ogita-Rump-Oishi Sum2) does not work here: for 2^24 values near
+# 100 every step rounds the same way, c grows to ~1e8 and is itself summed 0.9% off.
+# The error is ~2 ulp of the result, independent of n. inf/nan: once s is not finite, c
+# resets to 0 (TwoSum's error would be nan), so s, and s + c at the end (done in the map
+# that follows: mean's divide, the f32 -> f16 cast, or a small map of its own), are exactly
+# a plain sum's inf/nan. Per lane the scheme survives vectorization; it needs IEEE
+# arithmetic without reassociation (no fast-math flags are set anywhere).
+# The choice is recorded as `lamina.accumulate = "compensated" | "plain"` on the reduction
+# generic; a `lamina.accumulate` set on the lamina op (reduce_sum, reduce_mean, var,
+# softmax, log_softmax) overrides it.
+ACCUMULATE = "lamina.accumulate"
+COMPENSATED_MIN = 16
+
+
+def _accumulate_mode(op: ir.Operation, x: ir.Value, dims: list[int]) -> str:
+    if ACCUMULATE in op.attributes:
+        mode = ir.StringAttr(op.attributes[ACCUMULATE]).value
+        if mode not in ("compensated", "plain"):
+            raise ValueError(f"lamina-to-linalg: {ACCUMULATE} = {mode!r} at {op.location}: "
+                             "expected \"compensated\" or \"plain\"")
+        return mode
+    sizes = [_shape(x)[d] for d in dims]
+    return "compensated" if None in sizes or _pymath.prod(sizes) > COMPENSATED_MIN else "plain"
+
+
+def _is_finite(v: ir.Value) -> ir.Value:
+    return arith.cmpf(arith.CmpFPredicate.OLT, math.absf(v), _const(v.type, float("inf")))
+
+
+def _two_sum_step(y: ir.Value, s: ir.Value, c: ir.Value) -> list[ir.Value]:
+    """(s, c) + y: Kahan's carried error with Knuth's TwoSum (no |s| >= |y| assumption)."""
+    y = arith.addf(y, c)
+    t = arith.addf(s, y)
+    z = arith.subf(t, s)
+    e = arith.addf(arith.subf(s, arith.subf(t, z)), arith.subf(y, z))
+    return [t, arith.select(_is_finite(t), e, _const(s.type, 0.0))]
+
+
+def _sum(x: ir.Value, dims: list[int], keepdim: bool, result_type, acc: ir.Type, term, mode: str,
+         extra: Sequence[tuple[ir.Value, ir.AffineMap]] = ()) -> tuple[list[ir.Value], ir.AffineMap]:
+    """Float sum over `dims` of term(x_scalar, *extra_scalars) in `acc`: the partial results
+    [s] ("plain") or [s, c] ("compensated"), to be read back through `_total`."""
+    n_in = 1 + len(extra)
+    attrs = {ACCUMULATE: ir.StringAttr.get(mode)}
+    if mode == "plain":
+        return _reduction(x, dims, keepdim, result_type, acc, 0.0,
+                          lambda *a: arith.addf(term(*a[:n_in]), a[n_in]), extra, 1, attrs)
+    return _reduction(x, dims, keepdim, result_type, acc, 0.0,
+                      lambda *a: _two_sum_step(term(*a[:n_in]), *a[n_in:]), extra, 2, attrs)
+
+
+def _total(*parts: ir.Value) -> ir.Value:
+    """The sum from its partial results (scalars in a map body)."""
+    return parts[0] if len(parts) == 1 else arith.addf(parts[0], parts[1])
+
+
+def _map_parts(parts: Sequence[ir.Value], elem: ir.Type, fn) -> ir.Value:
+    """Elementwise map of same-shape tensors into element type `elem`."""
+    return _elementwise(list(parts), ir.RankedTensorType.get(_rt(parts[0]).shape, elem), fn)
 
 
 def _count(x: ir.Value, dims: list[int], t: ir.Type) -> ir.Value:
@@ -533,6 +633,15 @@ def _lower_reduce(op: ir.Operation) -> ir.Value:
     rt = _rt(op.results[0])
     elem = rt.element_type
     dims, keepdim = _reduce_dims(op)
+    if name in ("reduce_sum", "reduce_mean") and _is_float(_upcast(elem)):
+        acc = _upcast(elem)
+        parts, _ = _sum(x, dims, keepdim, rt, acc, lambda a: convert(a, acc), _accumulate_mode(op, x, dims))
+        if name == "reduce_mean":
+            n = _count(x, dims, acc)  # 0 for an empty row: 0/0 = nan, as in torch
+            return _map_parts(parts, elem, lambda *p: convert(arith.divf(_total(*p), n), elem))
+        if len(parts) == 1 and _name(acc) == _name(elem):
+            return parts[0]
+        return _map_parts(parts, elem, lambda *p: convert(_total(*p), elem))
     if name in ("reduce_max", "reduce_min"):
         acc = elem
         if _is_float(elem):
@@ -550,11 +659,11 @@ def _lower_reduce(op: ir.Operation) -> ir.Value:
         prod = name == "reduce_prod"
         ident = 1 if prod else 0
         if _is_float(acc):
-            fn = arith.mulf if prod else arith.addf
+            fn = arith.mulf
         else:
             fn = arith.muli if prod else arith.addi
-    res, _ = _reduction(x, dims, keepdim, rt, acc, ident, lambda a, o: fn(convert(a, acc), o))
-    if name == "reduce_mean":
+    [res], _ = _reduction(x, dims, keepdim, rt, acc, ident, lambda a, o: fn(convert(a, acc), o))
+    if name == "reduce_mean":  # of integers (torch refuses; kept for completeness)
         n = _count(x, dims, acc)
         return _map_tensor(res, rt, lambda s: convert(arith.divf(s, n), elem))
     if _name(acc) != _name(elem):
@@ -569,19 +678,20 @@ def _lower_var(op: ir.Operation) -> ir.Value:
     elem = rt.element_type
     acc = _upcast(elem)
     dims, keepdim = _reduce_dims(op)
+    mode = _accumulate_mode(op, x, dims)
     correction = float(ops.attributes_of(op)["correction"])
     n = _count(x, dims, acc)
     # Pass 1: the mean.
-    total, out_map = _reduction(x, dims, keepdim, rt, acc, 0.0, lambda a, o: arith.addf(convert(a, acc), o))
-    mean = _map_tensor(total, ir.RankedTensorType.get(rt.shape, acc), lambda s: arith.divf(s, n))
+    parts, out_map = _sum(x, dims, keepdim, rt, acc, lambda a: convert(a, acc), mode)
+    mean = _map_parts(parts, acc, lambda *p: arith.divf(_total(*p), n))
 
     # Pass 2: sum of squared deviations, divided by max(N - correction, 0).
-    def sq(a, m, o):
+    def sq(a, m):
         d = arith.subf(convert(a, acc), m)
-        return arith.addf(arith.mulf(d, d), o)
-    ssd, _ = _reduction(x, dims, keepdim, rt, acc, 0.0, sq, extra=[(mean, out_map)])
+        return arith.mulf(d, d)
+    ssd, _ = _sum(x, dims, keepdim, rt, acc, sq, mode, extra=[(mean, out_map)])
     denom = arith.maximumf(arith.subf(n, _const(acc, correction)), _const(acc, 0.0))
-    return _map_tensor(ssd, rt, lambda s: convert(arith.divf(s, denom), elem))
+    return _map_parts(ssd, elem, lambda *p: convert(arith.divf(_total(*p), denom), elem))
 
 
 # ---- matmul -------------------------------------------------------------------------------
@@ -632,15 +742,22 @@ def _lower_matmul(op: ir.Operation) -> ir.Value:
             return _map_tensor(res, ir.RankedTensorType.get(_rt(res).shape, elem), lambda s: convert(s, elem))
         return res
 
+    def contract(named, x, y, init):
+        # K = 0 is a fill of 0 and a zero-element result needs no work: no linalg op at all,
+        # so no schedule ever sees a loop of static size 0.
+        if 0 in (sa[-1], sb[-2]) or 0 in _shape(init):
+            return init
+        return _one(named(x, y, outs=[init]))
+
     M = size(a, ra - 2, sa[-2])
     N = size(b, rb - 1, sb[-1])
     if ra == 2 and rb == 2:
-        return finish(_one(linalg.matmul(a, b, outs=[zeros([M, N])])))
+        return finish(contract(linalg.matmul, a, b, zeros([M, N])))
     if rb == 2 and sa[:-1].count(None) <= 1:  # expand_shape allows one dynamic size per group
         # [..., M, K] x [K, N]: fold the batch dims into M, one 2-D matmul, unfold.
         a2 = _collapse(a, [list(range(ra - 1)), [ra - 1]])
         rows = size(a2, 0, _shape(a2)[0])
-        r2 = _one(linalg.matmul(a2, b, outs=[zeros([rows, N])]))
+        r2 = contract(linalg.matmul, a2, b, zeros([rows, N]))
         r2 = finish(r2)
         out_sizes = [size(a, i, sa[i]) for i in range(ra - 1)] + [N]
         return _expand(r2, rt, [list(range(ra - 1)), [ra - 1]], out_sizes)
@@ -649,7 +766,7 @@ def _lower_matmul(op: ir.Operation) -> ir.Value:
         groups = [list(range(ra - 2)), [ra - 2], [ra - 1]]
         a3, b3 = _collapse(a, groups), _collapse(b, groups)
         B = _pymath.prod(sa[:-2])
-        r3 = finish(_one(linalg.batch_matmul(a3, b3, outs=[zeros([B, M, N])])))
+        r3 = finish(contract(linalg.batch_matmul, a3, b3, zeros([B, M, N])))
         if ra == 3:
             return r3
         out_sizes = list(sa[:-2]) + [M, N]
@@ -685,7 +802,7 @@ def _lower_matmul(op: ir.Operation) -> ir.Value:
         body = lambda x, y, o: [arith.addf(o, arith.mulf(convert(x, acc), convert(y, acc)))]  # noqa: E731
     else:
         body = lambda x, y, o: [arith.addi(o, arith.muli(x, y))]  # noqa: E731
-    res = _generic([a, b], [init], maps, ["parallel"] * ro + ["reduction"], body)[0]
+    res = _generic([a, b], [init], maps, ["parallel"] * ro + ["reduction"], body)[0]  # K = 0: init
     return finish(res)
 
 

@@ -4,7 +4,9 @@
     log_softmax(x, dim) = s - log(reduce_sum(exp(s), [dim], keepdim))   s = x - reduce_max(x, [dim], keepdim)
 
 Both subtract the max first, so exp never overflows. The new ops take the composite op's
-location (and its `lamina.kernel` attribute, so a fused kernel stays one kernel).
+location (and its `lamina.kernel` attribute, so a fused kernel stays one kernel); a
+`lamina.accumulate` on the composite op moves to its reduce_sum (lamina-to-linalg decides
+from it how the denominator is accumulated).
 `lamina-to-linalg` runs this pass itself; it is registered so that it can be run and
 inspected on its own (`lamina-opt --lamina-decompose`).
 
@@ -19,6 +21,7 @@ from lamina.dialect import infer, ops
 from lamina.transforms.registry import register_pass
 
 COMPOSITE_OPS = ("lamina.softmax", "lamina.log_softmax")
+ACCUMULATE = "lamina.accumulate"  # see lamina-to-linalg: compensated or plain float sums
 
 
 def _softmax_like(op: ir.Operation) -> list[ir.Value]:
@@ -58,6 +61,8 @@ def decompose(module: ir.Module) -> None:
             if "lamina.kernel" in op.attributes:
                 for v in new:
                     v.owner.attributes["lamina.kernel"] = op.attributes["lamina.kernel"]
+            if ACCUMULATE in op.attributes:  # the user's choice for the denominator's sum
+                new[3].owner.attributes[ACCUMULATE] = op.attributes[ACCUMULATE]
             op.results[0].replace_all_uses_with(new[-1])
             op.erase()
 

