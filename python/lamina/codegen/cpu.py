@@ -242,6 +242,17 @@ def _check_no_runner_utils_calls(module: ir.Module) -> None:
                 "into loops, instead of running the pipeline text with a PassManager")
 
 
+def _c_interface_names(module: ir.Module) -> list[str]:
+    """Kernels with a C interface (`_mlir_ciface_<name>` after lowering to LLVM)."""
+    names = []
+    for op in module.body.operations:
+        if op.operation.name in ("llvm.func", "func.func"):
+            sym = ir.StringAttr(op.attributes["sym_name"]).value
+            if sym.startswith("_mlir_ciface_"):
+                names.append(sym[len("_mlir_ciface_"):])
+    return names
+
+
 class CpuKernelLibrary:
     """Kernels of one module, JIT-compiled together."""
 
@@ -250,6 +261,15 @@ class CpuKernelLibrary:
         _check_no_runner_utils_calls(module)
         self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=check_loadable(runtime_libraries()))
         self._entries: dict[str, object] = {}
+        # Materialize every kernel now: the JIT links lazily, and a symbol it cannot resolve
+        # (a libm or compiler-rt function) must fail the compile (-> fallback), not the
+        # user's first call.
+        for name in _c_interface_names(module):
+            try:
+                self._entry(name)
+            except RuntimeError as e:
+                raise RuntimeError(f"lamina: the CPU JIT could not link kernel {name} "
+                                   "(an unresolved symbol; the JIT printed which)") from e
 
     def _entry(self, kernel: str):
         fn = self._entries.get(kernel)

@@ -197,3 +197,29 @@ def test_copies_to_loops_rewrites_strided_copies():
         assert cpu.copies_to_loops(module) == 1
         text = str(module)
     assert "linalg.copy" in text and text.count("memref.copy") == 1  # the identity copy stays a memcpy
+
+
+def test_unresolved_symbol_fails_the_compile_not_the_first_call():
+    """The JIT links lazily; CpuKernelLibrary materializes every kernel up front, so a
+    symbol nothing defines is a compile error (a fallback), never a failure at call time."""
+    from mlir import ir
+
+    from lamina.codegen.cpu import CpuKernelLibrary
+    from lamina.dialect import make_context
+
+    src = """
+    module {
+      llvm.func @lamina_no_such_symbol(f32) -> f32
+      llvm.func @k(%x: f32) -> f32 {
+        %r = llvm.call @lamina_no_such_symbol(%x) : (f32) -> f32
+        llvm.return %r : f32
+      }
+      llvm.func @_mlir_ciface_k(%x: f32) -> f32 {
+        %r = llvm.call @k(%x) : (f32) -> f32
+        llvm.return %r : f32
+      }
+    }"""
+    with make_context():
+        module = ir.Module.parse(src)
+        with pytest.raises(RuntimeError, match="could not link kernel k"):
+            CpuKernelLibrary(module)
