@@ -32,7 +32,9 @@ func.func @mul_promote_dynamic(%a: tensor<?x8xi32>, %b: tensor<8xf32>) -> tensor
 // CHECK: math.exp
 // CHECK: math.erf
 // CHECK: math.tanh
-// CHECK: arith.maximumf
+// relu keeps -0.0 and NaN as torch does: select(x < 0, 0, x)
+// CHECK: %[[NEG:.*]] = arith.cmpf olt, %[[X:.*]], %[[Z:.*]] : f32
+// CHECK: arith.select %[[NEG]], %[[Z]], %[[X]] : f32
 func.func @unary_chain(%a: tensor<16xf32>) -> tensor<16xf32> {
   %0 = "lamina.exp"(%a) : (tensor<16xf32>) -> tensor<16xf32>
   %1 = "lamina.gelu"(%0) {approximate = "none"} : (tensor<16xf32>) -> tensor<16xf32>

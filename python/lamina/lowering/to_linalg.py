@@ -15,7 +15,7 @@ lamina op is replaced, at its own location, by the ops one function of `_LOWERIN
   output map keeps reduced dims as constant 0 when keepdim; sums/products/means/variances
   of f16/bf16 accumulate in f32; var is two-pass (mean, then squared deviations).
   Float sums (reduce_sum, reduce_mean, both passes of var, hence softmax denominators and
-  norms) over more than 16 elements, or a dynamic number, are compensated: the generic
+  norms) over more than 2 elements, or a dynamic number, are compensated: the generic
   carries (s, c) and adds with TwoSum, the map after it reads s + c (see "additive float
   reductions" below; error ~2 ulp for any row length). The choice is the attribute
   `lamina.accumulate = "compensated" | "plain"` on the generic; the same attribute on the
@@ -37,7 +37,9 @@ What the lowered IR needs downstream (beyond the DESIGN.md CPU pipeline): `conve
 (math.ipowi of integer pow; after bufferization, whose function-boundary analysis rejects
 the cf-based helper it creates), and `convert-math-to-llvm,
 convert-math-to-libm` before `convert-to-llvm` (math.erf has no LLVM intrinsic: it becomes a
-call to libm's erff/erf, which the JIT resolves in-process). See CPU_PIPELINE below.
+call to libm's erff/erf, which the JIT resolves in-process). The pipelines are the assets
+passes/cpu*.pipeline, run by lamina.codegen.cpu.lower_to_llvm (tests use its
+function_boundary_pipeline_text for functions that return tensors).
 """
 from __future__ import annotations
 
@@ -52,20 +54,6 @@ from lamina.dialect import infer, ops
 from lamina.dialect import types as T
 from lamina.transforms.decompose import decompose
 from lamina.transforms.registry import register_pass
-
-# The upstream pipeline that takes this pass's output (functions with tensor arguments and
-# results, `llvm.emit_c_interface` on them) to LLVM for the ExecutionEngine, checked with
-# MLIR 22.1.8. Pass libomp.so (DESIGN.md) and mlir/lib/libmlir_c_runner_utils.so (memrefCopy,
-# which strided slices / concat copies between non-contiguous memrefs call) to the
-# ExecutionEngine.
-CPU_PIPELINE = (
-    "builtin.module(linalg-fuse-elementwise-ops, "
-    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, "
-    "buffer-deallocation-pipeline, convert-bufferization-to-memref, "
-    "func.func(convert-linalg-to-parallel-loops), convert-scf-to-openmp, expand-strided-metadata, "
-    "lower-affine, finalize-memref-to-llvm, convert-math-to-funcs, convert-scf-to-cf, convert-math-to-llvm, "
-    "convert-math-to-libm, convert-to-llvm, reconcile-unrealized-casts)"
-)
 
 _LOWERINGS: dict[str, Callable[[ir.Operation], ir.Value]] = {}
 
@@ -337,7 +325,10 @@ def _unary_scalar(name: str, x: ir.Value, attrs: dict) -> ir.Value:
     if name == "abs":
         return math.absf(x)
     if name == "relu":
-        return arith.maximumf(x, _const(t, 0.0))
+        # select(x < 0, 0, x), not maximumf(x, 0): torch keeps relu(-0.0) = -0.0 (IEEE maximum
+        # orders -0 below +0) and passes NaN through (x < 0 is false for NaN).
+        zero = _const(t, 0.0)
+        return arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, zero), zero, x)
     if name == "floor":
         return math.floor(x)
     if name == "ceil":
@@ -554,7 +545,8 @@ def _reduction(x: ir.Value, dims: list[int], keepdim: bool, result_type, acc_ele
 # generic; a `lamina.accumulate` set on the lamina op (reduce_sum, reduce_mean, var,
 # softmax, log_softmax) overrides it.
 ACCUMULATE = "lamina.accumulate"
-COMPENSATED_MIN = 16
+COMPENSATED_MIN = 2   # more than 2 addends round; compensated rows also make the mean of a
+                      # constant row exact (eager's layer_norm gives exactly 0 there)
 
 
 def _accumulate_mode(op: ir.Operation, x: ir.Value, dims: list[int]) -> str:
@@ -932,6 +924,8 @@ def _mixed(vals):
 
 
 def _extract_slice(x, rt, offsets, sizes, strides):
+    if 0 in T.shape_of(rt):  # a zero-element slice: any offset "is out of bounds" to the verifier
+        return _empty(rt, [None if isinstance(s, int) else s for s in sizes])
     do, so_ = _mixed(offsets)
     ds, ss = _mixed(sizes)
     dt, st = _mixed(strides)

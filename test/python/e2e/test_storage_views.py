@@ -45,7 +45,8 @@ def test_as_strided_compiled(name):
     want = fn(x)
     got = torch.compile(fn, backend="lamina", options={"strict": True})(x)
     assert got.shape == want.shape and got.dtype == want.dtype
-    assert torch.equal(got, want)
+    # Gathers are exact; the one sum differs from eager's in the last bit at most.
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
 
 
 def test_as_strided_outside_dense_owner_runs_eagerly_on_real_views():
