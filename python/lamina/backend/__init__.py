@@ -34,3 +34,17 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
     backend = aot_autograd(fw_compiler=_fx_compiler("forward", opts), bw_compiler=_fx_compiler("backward", opts),
                            decompositions=core_aten_decompositions())
     return backend(gm, example_inputs)
+
+
+def _register_with_dynamo() -> None:
+    """Installed copies register "lamina" through the entry point; a checkout used from
+    PYTHONPATH (the GPU machines, a source tree) registers when lamina.backend is imported."""
+    try:
+        from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+    except ImportError:  # a torch without this registry: the entry point is the only way
+        return
+    if "lamina" not in _COMPILER_FNS:
+        register_backend(lamina_backend, name="lamina")
+
+
+_register_with_dynamo()
