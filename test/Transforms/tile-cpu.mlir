@@ -63,13 +63,20 @@ func.func @bmm_override(%a: memref<2x32x16xf32>, %b: memref<2x16x48xf32>, %out: 
   return
 }
 
-// Kernels without a contraction are left exactly as they are.
+// A pointwise kernel: its stored elementwise op gets a register tile of one vector of the
+// host's f32 lanes (8, or 16 with AVX-512) along the last dim; 40x50 is below the grain
+// size, so no parallel tiles (no OpenMP fork). The vector loop is peeled: 48 columns as
+// plain vectors, the last 2 with a mask.
 // PLAN-LABEL: func.func @pointwise
-// PLAN-NOT:   lamina.tile_sizes
+// PLAN:       linalg.generic {{.*}}lamina.tile_sizes = array<i64: 0, 0>, lamina.vector_sizes = array<i64: 1, {{(8|16)}}>
 // CHECK-LABEL: func.func @pointwise
-// CHECK:       linalg.generic
 // CHECK-NOT:   scf.forall
-// CHECK-NOT:   vector.
+// CHECK:       scf.for
+// CHECK:       scf.for
+// CHECK:       %[[X:.*]] = vector.transfer_read {{.*}} : tensor<1x{{(8|16)}}xf32>, vector<{{(8|16)}}xf32>
+// CHECK:       arith.mulf %[[X]], %[[X]] : vector<{{(8|16)}}xf32>
+// CHECK:       vector.constant_mask
+// CHECK-NOT:   linalg.generic
 func.func @pointwise(%a: memref<40x50xf32>, %out: memref<40x50xf32>) attributes {lamina.kernel = 3 : i64, llvm.emit_c_interface} {
   %A = bufferization.to_tensor %a restrict : memref<40x50xf32> to tensor<40x50xf32>
   %e = tensor.empty() : tensor<40x50xf32>
@@ -79,6 +86,27 @@ func.func @pointwise(%a: memref<40x50xf32>, %out: memref<40x50xf32>) attributes 
     linalg.yield %s : f32
   } -> tensor<40x50xf32>
   bufferization.materialize_in_destination %r in restrict writable %out : (tensor<40x50xf32>, memref<40x50xf32>) -> ()
+  return
+}
+
+// A user's decisions on a pointwise op win: parallel tiles of 256 rows (scf.forall, run on
+// OpenMP threads) and vectors of 4 lanes.
+// PLAN-LABEL: func.func @pointwise_override
+// PLAN:       lamina.tile_sizes = array<i64: 256, 0>, lamina.vector_sizes = array<i64: 1, 4>
+// CHECK-LABEL: func.func @pointwise_override
+// CHECK:       scf.forall ({{.*}}) in (4)
+// CHECK:       arith.addf {{.*}} : vector<4xf32>
+// CHECK-NOT:   linalg.generic
+func.func @pointwise_override(%a: memref<1024x64xf32>, %b: memref<64xf32>, %out: memref<1024x64xf32>) attributes {lamina.kernel = 4 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<1024x64xf32> to tensor<1024x64xf32>
+  %B = bufferization.to_tensor %b restrict : memref<64xf32> to tensor<64xf32>
+  %e = tensor.empty() : tensor<1024x64xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%A, %B : tensor<1024x64xf32>, tensor<64xf32>) outs(%e : tensor<1024x64xf32>) attrs = {lamina.tile_sizes = array<i64: 256, 0>, lamina.vector_sizes = array<i64: 1, 4>} {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<1024x64xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<1024x64xf32>, memref<1024x64xf32>) -> ()
   return
 }
 

@@ -40,10 +40,16 @@ def _register_with_dynamo() -> None:
     """Installed copies register "lamina" through the entry point; a checkout used from
     PYTHONPATH (the GPU machines, a source tree) registers when lamina.backend is imported."""
     try:
-        from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+        from torch._dynamo.backends.registry import (_BACKENDS, _COMPILER_FNS, _discover_entrypoint_backends,
+                                                     register_backend)
     except ImportError:  # a torch without this registry: the entry point is the only way
         return
-    if "lamina" not in _COMPILER_FNS:
+    if "lamina" in _COMPILER_FNS:
+        return
+    # An installed lamina's entry point registers it (possibly while importing this very
+    # module, from dynamo's lookup): registering here too would be a duplicate.
+    _discover_entrypoint_backends()
+    if "lamina" not in _BACKENDS:
         register_backend(lamina_backend, name="lamina")
 
 

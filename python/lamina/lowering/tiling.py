@@ -40,6 +40,7 @@ from mlir.dialects.transform import interpreter
 
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
+from .tile_pointwise import build_pointwise_schedule, plan_pointwise
 
 TILE_SIZES = "lamina.tile_sizes"
 VECTOR_SIZES = "lamina.vector_sizes"
@@ -351,18 +352,24 @@ def has_contraction(func_op) -> bool:
 
 
 def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = False) -> bool:
-    """Tile one kernel function in place; False (and nothing changed) if it has no contraction."""
-    if not has_contraction(func_op):
-        return False
+    """Tile one kernel function in place; False when nothing in it is tiled."""
     # Invalid IR would abort the process inside a pass or the interpreter (assertion build):
     # fail in Python instead, here and again after planning.
     func_op.operation.verify()
-    _fuse_elementwise(func_op)
-    items = plan_kernel(func_op, [0])
+    if has_contraction(func_op):
+        _fuse_elementwise(func_op)
+        items = plan_kernel(func_op, [0])
+        build = build_schedule
+    elif pointwise_enabled():
+        _fuse_elementwise(func_op)
+        items = plan_pointwise(func_op, [0])
+        build = build_pointwise_schedule
+    else:
+        return False
     if not items or annotate_only:
         return bool(items)
     func_op.operation.verify()
-    text = build_schedule(items)
+    text = build(items)
     if dump_schedule:
         print(text, file=sys.stderr)
     schedule = ir.Module.parse(text, context=func_op.context)
@@ -371,6 +378,11 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     interpreter.apply_named_sequence(func_op.operation, main, schedule)
     _strip(func_op.operation)
     return True
+
+
+def pointwise_enabled() -> bool:
+    """LAMINA_NO_TILE_POINTWISE=1 leaves kernels without a contraction as plain loops (bisecting)."""
+    return os.environ.get("LAMINA_NO_TILE_POINTWISE", "").strip() not in ("1", "true", "yes", "on")
 
 
 def _strip(op) -> None:

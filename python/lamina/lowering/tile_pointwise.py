@@ -1,0 +1,180 @@
+"""Schedules for kernels without a contraction (part of lamina-tile-cpu): the elementwise ops
+a kernel stores run as parallel outer tiles and vector inner tiles.
+
+A kernel's "roots" are its top-level all-parallel linalg ops (after elementwise fusion: the
+fused pointwise chain) whose results the kernel stores (`materialize_in_destination`), with
+static shapes and an identity output map. For each root R of loop sizes [d0, ..., dn-1]:
+
+    lamina.tile_sizes   = array<i64: T, 0, ...>   scf.forall over one dim (-> OpenMP), chunks
+                                                  of ceil(d/threads); all zeros (no forall)
+                                                  when R has fewer than GRAIN elements, so a
+                                                  small kernel does not pay an OpenMP fork
+    lamina.vector_sizes = array<i64: 1, ..., V>   the register tile: V = f32 lanes of the host
+                                                  (16 with AVX-512, else 8) along the last dim
+
+The schedule: tile_using_forall by the tile sizes, tile_using_for by the vector sizes, peel
+the vector loop (full tiles get static vectors, the remainder a masked one), vectorize every
+root tile with its vector sizes. Attributes already on an op win (set them in the IR and
+replay lamina-tile-cpu to override); reductions and data movement stay untiled for now.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+from mlir import ir
+
+TILE_SIZES = "lamina.tile_sizes"
+VECTOR_SIZES = "lamina.vector_sizes"
+TILE_ID = "lamina.tile_id"
+
+GRAIN = 1 << 15          # elements per op below which one thread runs it (fork ~5-10 us)
+POINTWISE_ID_BASE = 2000000   # tile ids of pointwise roots (contractions use 0.., 1000000..)
+
+
+@functools.lru_cache(maxsize=None)
+def vector_lanes() -> int:
+    """f32 lanes of the host's widest vector unit the JIT targets (it compiles for the host)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    return 16 if " avx512f" in flags else 8
+
+
+def threads() -> int:
+    try:
+        import torch
+
+        return max(1, torch.get_num_threads())
+    except ImportError:
+        return max(1, os.cpu_count() or 1)
+
+
+def _i64s(attr) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(attr))
+
+
+def _stored(op) -> bool:
+    return any(u.owner.name == "bufferization.materialize_in_destination" for r in op.results for u in r.uses)
+
+
+def _all_parallel_identity(op) -> list[int] | None:
+    """Loop sizes of an all-parallel linalg.generic with an identity output map and static
+    shapes, else None."""
+    if op.operation.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    if any("parallel" not in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
+        return None
+    maps = ir.ArrayAttr(op.attributes["indexing_maps"])
+    out_map = ir.AffineMapAttr(maps[len(maps) - 1]).value
+    t = ir.RankedTensorType(op.results[0].type)
+    if not t.has_static_shape or t.rank == 0 or out_map != ir.AffineMap.get_identity(t.rank):
+        return None
+    sizes = [t.get_dim_size(i) for i in range(t.rank)]
+    return None if 0 in sizes else sizes
+
+
+def default_sizes(sizes: list[int]) -> tuple[list[int], list[int]]:
+    rank = len(sizes)
+    outer = [0] * rank
+    n = threads()
+    if math.prod(sizes) >= GRAIN and n > 1:
+        # The outermost dim that splits into a chunk per thread (the last only for rank 1).
+        cands = [d for d in range(rank) if sizes[d] >= n and (d < rank - 1 or rank == 1)]
+        if cands:
+            d = cands[0]
+            outer[d] = -(-sizes[d] // n)
+    inner = [1] * (rank - 1) + [vector_lanes()]
+    return outer, inner
+
+
+def plan_pointwise(func_op, next_id: list[int]) -> list[dict]:
+    """Record the decisions on the roots of one kernel; return the schedule items."""
+    items = []
+    for op in func_op.regions[0].blocks[0].operations:
+        sizes = _all_parallel_identity(op)
+        if sizes is None or not _stored(op):
+            continue
+        outer, inner = default_sizes(sizes)
+        if TILE_SIZES in op.attributes:
+            outer = _i64s(op.attributes[TILE_SIZES])
+        else:
+            op.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get(outer)
+        if VECTOR_SIZES in op.attributes:
+            inner = _i64s(op.attributes[VECTOR_SIZES])
+        else:
+            op.attributes[VECTOR_SIZES] = ir.DenseI64ArrayAttr.get(inner)
+        if len(outer) != len(sizes) or len(inner) != len(sizes) or any(x <= 0 for x in inner) \
+                or any(x < 0 for x in outer):
+            raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES}/{VECTOR_SIZES} {outer}/{inner} "
+                             f"on a pointwise op with loops {sizes}")
+        tid = POINTWISE_ID_BASE + next_id[0]
+        next_id[0] += 1
+        op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+        items.append(dict(id=tid, outer=outer, inner=inner))
+    return items
+
+
+def _arr(xs) -> str:
+    return "[" + ", ".join(str(x) for x in xs) + "]"
+
+
+def _dense(xs) -> str:
+    return "array<i64: " + ", ".join(str(x) for x in xs) + ">"
+
+
+def build_pointwise_schedule(items: list[dict]) -> str:
+    A = "!transform.any_op"
+    body = []
+    vec_loops = []
+    for it in items:
+        t = it["id"]
+        body.append(f'%r{t} = transform.structured.match attributes{{{TILE_ID} = {t} : i64}} in %f : ({A}) -> {A}')
+        root = f"%r{t}"
+        if any(it["outer"]):
+            body.append(f'%t{t}, %fa{t} = transform.structured.tile_using_forall {root} tile_sizes {_arr(it["outer"])} : ({A}) -> ({A}, {A})')
+            root = f"%t{t}"
+        n = sum(1 for x in it["inner"] if x)
+        loops = ", ".join(f"%l{t}_{j}" for j in range(n))
+        body.append(f'%v{t}, {loops} = transform.structured.tile_using_for {root} tile_sizes {_arr(it["inner"])} : ({A}) -> ({", ".join([A] * (1 + n))})')
+        if it["inner"][-1] > 1:
+            vec_loops.append(f"%l{t}_{n - 1}")
+    if vec_loops:
+        # Peel the vector loop: full tiles get static shapes (plain vectors), the remainder a
+        # dynamic one (masked). A loop that divides evenly cannot be peeled: suppressed.
+        body.append(f'%loops = transform.merge_handles {", ".join(vec_loops)} : {A}')
+        body.append('%floops = transform.cast %loops : !transform.any_op to !transform.op<"scf.for">')
+        body.append('transform.foreach %floops : !transform.op<"scf.for"> {\n'
+                    '^bb0(%l: !transform.op<"scf.for">):\n'
+                    '  transform.sequence %l : !transform.op<"scf.for"> failures(suppress) {\n'
+                    '  ^bb1(%l1: !transform.op<"scf.for">):\n'
+                    '    %main, %rem = transform.loop.peel %l1 : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)\n'
+                    '  }\n'
+                    '}')
+    body.append('transform.apply_patterns to %f {\n  transform.apply_patterns.canonicalization\n} : !transform.any_op')
+    for sizes in sorted({tuple(it["inner"]) for it in items}):
+        k = "_".join(str(x) for x in sizes)
+        body.append(f'%p_{k} = transform.structured.match attributes{{{VECTOR_SIZES} = {_dense(sizes)}}} in %f : ({A}) -> {A}')
+        body.append(f'transform.foreach %p_{k} : {A} {{\n^bb0(%o: {A}):\n'
+                    f'  transform.sequence %o : {A} failures(suppress) {{\n'
+                    f'  ^bb1(%o1: {A}):\n'
+                    f'    transform.structured.vectorize %o1 vector_sizes {_arr(sizes)} : {A}\n'
+                    f'  }}\n}}')
+    # vector<1x...x1xV> -> vector<V>: 1-D vectors are what LLVM (and math-to-llvm) handle.
+    body.append('transform.apply_patterns to %f {\n'
+                '  transform.apply_patterns.vector.cast_away_vector_leading_one_dim\n'
+                '  transform.apply_patterns.vector.transfer_permutation_patterns\n'
+                '  transform.apply_patterns.vector.lower_masked_transfers\n'
+                '  transform.apply_patterns.canonicalization\n'
+                '} : !transform.any_op')
+    body.append('transform.apply_cse to %f : !transform.any_op')
+    body.append('transform.yield')
+    inner = "\n".join("    " + line for chunk in body for line in chunk.splitlines())
+    return ('module attributes {transform.with_named_sequence} {\n'
+            '  transform.named_sequence @__transform_main(%f: !transform.any_op {transform.readonly}) {\n'
+            f'{inner}\n'
+            '  }\n'
+            '}\n')
