@@ -1,9 +1,9 @@
 """Schedules for kernels without a contraction (part of lamina-tile-cpu): the elementwise ops
 a kernel stores run as parallel outer tiles and vector inner tiles.
 
-A kernel's "roots" are its top-level all-parallel linalg ops (after elementwise fusion: the
-fused pointwise chain) whose results the kernel stores (`materialize_in_destination`), with
-static shapes and an identity output map. For each root R of loop sizes [d0, ..., dn-1]:
+After elementwise fusion, every top-level all-parallel linalg.generic of a kernel with static
+shapes and an identity output map (the fused pointwise chains, stored or not) is tiled; for
+such an op R of loop sizes [d0, ..., dn-1]:
 
     lamina.tile_sizes   = array<i64: T, 0, ...>   scf.forall over one dim (-> OpenMP), chunks
                                                   of ceil(d/threads); all zeros (no forall)
@@ -14,8 +14,11 @@ static shapes and an identity output map. For each root R of loop sizes [d0, ...
 
 The schedule: tile_using_forall by the tile sizes, tile_using_for by the vector sizes, peel
 the vector loop (full tiles get static vectors, the remainder a masked one), vectorize every
-root tile with its vector sizes. Attributes already on an op win (set them in the IR and
-replay lamina-tile-cpu to override); reductions and data movement stay untiled for now.
+tile with its vector sizes. A reduction generic gets only `lamina.tile_sizes`: parallel tiles
+over its outermost parallel loop above the grain (each thread reduces whole rows); its inner
+loops stay scalar (lamina's compensated sums are not linalg reductions the vectorizer knows).
+Attributes already on an op win (set them in the IR and replay lamina-tile-cpu to override);
+data movement (transpose, copies, gathers) stays untiled for now.
 """
 from __future__ import annotations
 
@@ -57,10 +60,6 @@ def _i64s(attr) -> list[int]:
     return list(ir.DenseI64ArrayAttr(attr))
 
 
-def _stored(op) -> bool:
-    return any(u.owner.name == "bufferization.materialize_in_destination" for r in op.results for u in r.uses)
-
-
 def _all_parallel_identity(op) -> list[int] | None:
     """Loop sizes of an all-parallel linalg.generic with an identity output map and static
     shapes, else None."""
@@ -91,12 +90,67 @@ def default_sizes(sizes: list[int]) -> tuple[list[int], list[int]]:
     return outer, inner
 
 
+def _reduction_loops(op) -> tuple[list[int], list[str]] | None:
+    """(loop sizes, iterator kinds) of a static linalg.generic with reduction loops, else None."""
+    if op.operation.name != "linalg.generic":
+        return None
+    kinds = ["reduction" if "reduction" in str(a) else "parallel"
+             for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    if "reduction" not in kinds:
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    sizes: list = [None] * len(kinds)
+    for m, v in zip(maps, list(op.operands)):
+        t = ir.ShapedType(v.type)
+        if not t.has_static_shape:
+            return None
+        for k, e in enumerate(m.results):
+            if isinstance(e, ir.AffineDimExpr):
+                sizes[ir.AffineDimExpr(e).position] = t.get_dim_size(k)
+    if None in sizes or 0 in sizes:
+        return None
+    return sizes, kinds
+
+
+def reduction_sizes(sizes: list[int], kinds: list[str]) -> list[int]:
+    """Parallel tiles over the outermost parallel loop that splits into a chunk per thread
+    (reduction loops stay whole: each tile reduces complete rows); all zeros below the grain."""
+    outer = [0] * len(sizes)
+    n = threads()
+    if math.prod(sizes) >= GRAIN and n > 1:
+        for d, (size, kind) in enumerate(zip(sizes, kinds)):
+            if kind == "parallel" and size >= n:
+                outer[d] = -(-size // n)
+                break
+    return outer
+
+
 def plan_pointwise(func_op, next_id: list[int]) -> list[dict]:
-    """Record the decisions on the roots of one kernel; return the schedule items."""
+    """Record the decisions on the ops of one kernel; return the schedule items.
+
+    Stored all-parallel ops and intermediate ones alike get vector tiles (and parallel tiles
+    above the grain); reductions get parallel tiles over their rows (above the grain) and
+    keep their scalar inner loops (compensated sums do not vectorize as linalg reductions)."""
     items = []
     for op in func_op.regions[0].blocks[0].operations:
+        red = _reduction_loops(op)
+        if red is not None:
+            outer = reduction_sizes(*red)
+            if TILE_SIZES in op.attributes:
+                outer = _i64s(op.attributes[TILE_SIZES])
+            else:
+                op.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get(outer)
+            if len(outer) != len(red[0]) or any(x < 0 for x in outer) or \
+                    any(x for x, k in zip(outer, red[1]) if k == "reduction"):
+                raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES} {outer} on a reduction with loops {red[1]}")
+            if any(outer):
+                tid = POINTWISE_ID_BASE + next_id[0]
+                next_id[0] += 1
+                op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+                items.append(dict(id=tid, outer=outer, inner=None))
+            continue
         sizes = _all_parallel_identity(op)
-        if sizes is None or not _stored(op):
+        if sizes is None:
             continue
         outer, inner = default_sizes(sizes)
         if TILE_SIZES in op.attributes:
@@ -137,6 +191,8 @@ def build_pointwise_schedule(items: list[dict]) -> str:
         if any(it["outer"]):
             body.append(f'%t{t}, %fa{t} = transform.structured.tile_using_forall {root} tile_sizes {_arr(it["outer"])} : ({A}) -> ({A}, {A})')
             root = f"%t{t}"
+        if it["inner"] is None:
+            continue
         n = sum(1 for x in it["inner"] if x)
         loops = ", ".join(f"%l{t}_{j}" for j in range(n))
         body.append(f'%v{t}, {loops} = transform.structured.tile_using_for {root} tile_sizes {_arr(it["inner"])} : ({A}) -> ({", ".join([A] * (1 + n))})')
@@ -155,7 +211,7 @@ def build_pointwise_schedule(items: list[dict]) -> str:
                     '  }\n'
                     '}')
     body.append('transform.apply_patterns to %f {\n  transform.apply_patterns.canonicalization\n} : !transform.any_op')
-    for sizes in sorted({tuple(it["inner"]) for it in items}):
+    for sizes in sorted({tuple(it["inner"]) for it in items if it["inner"] is not None}):
         k = "_".join(str(x) for x in sizes)
         body.append(f'%p_{k} = transform.structured.match attributes{{{VECTOR_SIZES} = {_dense(sizes)}}} in %f : ({A}) -> {A}')
         body.append(f'transform.foreach %p_{k} : {A} {{\n^bb0(%o: {A}):\n'
