@@ -1,95 +1,441 @@
 """eager vs inductor vs lamina, in one process, on the same inputs.
 
-    python benchmarks/run.py [--models gpt_block,mlp,...] [--no-inductor] [--repeat 50] [--json out.json]
+    python benchmarks/run.py                                  # every case, small and large, on the CPU
+    python benchmarks/run.py --cases softmax,mlp --sizes large --repeat 50
+    python benchmarks/run.py --device cuda --json out.json    # lamina has no GPU target yet: it falls back
+    python benchmarks/run.py --no-inductor                    # skip inductor's (slow) compiles
 
-For each model: compile with inductor and with lamina, check both against eager, then
-time each (median over --repeat calls after warm-up) and report ms, the ratios
-(eager/x: above 1 means faster than eager) and the effective bandwidth. Byte model:
-every input, parameter and output read or written once (a lower bound on traffic,
-so GB/s compare implementations on the same work, not against the machine's peak).
+For each case (benchmarks/cases.py) and size: run eager once for the expected result;
+then for each backend, after torch._dynamo.reset(), time the first call (compile time,
+compilation included), check the result against eager (torch.testing.assert_close with
+the case's tolerances; a mismatch or an error is a failed row, never dropped), and time
+the median of --repeat samples after 5 warm-up calls (CPU: a sample is one call; cuda: a
+batch of back-to-back calls closed by a synchronize, divided by the batch size).
+
+Reported per row: ms per backend; eager/inductor and eager/lamina (speedups over eager,
+above 1 = faster than eager) and "lam vs ind" = inductor ms / lamina ms (above 1 = lamina
+faster); GB/s (every input, parameter and output moved once; see cases.py) or, for the
+matmul-bound cases, GFLOP/s; GB/s as % of the plain-copy bandwidth (`dst.copy_(src)` of
+64 MiB, measured in the same run); compile seconds per backend; lamina's fallback ops
+(from lamina.backend.reports(): a case where any op ran eagerly is marked). Then the
+geomeans of the speedups over all rows (and per size) and the copy bandwidth.
+`--json FILE` writes all of it, with the environment (torch, threads, CPU model).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import platform
+import subprocess
 import sys
 import time
+import warnings
+from pathlib import Path
 
-import torch
-
-from lamina.testing.models import MODELS, GPTBlock, MLP
-from lamina.testing.timing import median_ms
-
-
-def _large(make):
-    def build():
-        torch.manual_seed(0)
-        return make()
-    return build
+BACKENDS = ("eager", "inductor", "lamina")
+SHORT = {"eager": "eager", "inductor": "ind", "lamina": "lam"}
+COPY_MIB = 64
 
 
-# The test-sized models, plus the sizes the demo and users care about.
-BENCH_MODELS = {
-    **MODELS,
-    "gpt_block_demo": _large(lambda: (GPTBlock(256, 4).eval(), (torch.randn(4, 64, 256),))),
-    "mlp_large": _large(lambda: (MLP(512, 2048, 512).eval(), (torch.randn(256, 512),))),
-}
+# ---- environment and timing --------------------------------------------------------
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
-def nbytes(model, inputs, output) -> int:
-    params = sum(p.numel() * p.element_size() for p in getattr(model, "parameters", lambda: [])())
-    ins = sum(t.numel() * t.element_size() for t in inputs)
-    outs = sum(t.numel() * t.element_size() for t in (output if isinstance(output, (tuple, list)) else [output]))
-    return params + ins + outs
+def environment(device) -> dict:
+    import torch
+
+    env = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": str(device),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "loadavg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+    }
+    try:
+        import torch._inductor.config as ic
+        env["inductor_caches"] = bool(ic.fx_graph_cache) and not getattr(ic, "force_disable_caches", False)
+    except Exception:  # noqa: BLE001 - informational only
+        pass
+    if device.type == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(device)
+        env["cuda"] = torch.version.cuda
+    try:
+        env["lamina_commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
+            capture_output=True, text=True, timeout=5).stdout.strip() or None
+    except Exception:  # noqa: BLE001
+        env["lamina_commit"] = None
+    return env
 
 
-def bench_model(name: str, repeat: int, with_inductor: bool) -> dict:
-    model, inputs = BENCH_MODELS[name]()
-    row = {"model": name, "threads": torch.get_num_threads()}
-    with torch.no_grad():
-        expected = model(*inputs)
-        row["bytes"] = nbytes(model, inputs, expected)
-        candidates = {"eager": model}
-        if with_inductor:
-            torch._dynamo.reset()
-            candidates["inductor"] = torch.compile(model, backend="inductor")
-        candidates["lamina"] = torch.compile(model, backend="lamina", options={"strict": True})
-        for label, fn in candidates.items():
+def make_timer(device, stat: str = "median", warmup: int = 5):
+    """timer(fn, repeat) -> {"ms": the `stat` (median or min), "median_ms", "min_ms", "p25_ms",
+    "p75_ms"} over `repeat` samples after `warmup` untimed calls (as lamina.testing.timing.median_ms,
+    keeping the samples). On the CPU a sample is one call. On cuda a sample is a batch of
+    back-to-back calls (enough for ~1 ms, at most 100) closed by torch.cuda.synchronize(),
+    divided by the batch size: launches overlap the previous kernels as in a real program,
+    and the per-call synchronization latency is not counted."""
+    import statistics
+
+    import torch
+
+    cuda = device.type == "cuda"
+
+    def timer(fn, repeat):
+        for _ in range(warmup):
+            fn()
+        batch = 1
+        if cuda:
+            torch.cuda.synchronize()
             t0 = time.perf_counter()
-            out = fn(*inputs)
-            row[f"{label}_first_call_s"] = round(time.perf_counter() - t0, 3)
-            torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
-        for label, fn in candidates.items():
-            ms = median_ms(lambda: fn(*inputs), repeat)
-            row[f"{label}_ms"] = round(ms, 4)
-            row[f"{label}_GBps"] = round(row["bytes"] / (ms * 1e-3) / 1e9, 3)
-    for label in candidates:
-        if label != "eager":
-            row[f"eager/{label}"] = round(row["eager_ms"] / row[f"{label}_ms"], 3)
+            fn()
+            torch.cuda.synchronize()
+            batch = max(1, min(100, math.ceil(1e-3 / max(time.perf_counter() - t0, 1e-7))))
+        samples = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                fn()
+            if cuda:
+                torch.cuda.synchronize()
+            samples.append((time.perf_counter() - t0) * 1e3 / batch)
+        q = statistics.quantiles(samples, n=4) if len(samples) > 1 else samples * 3
+        t = {"median_ms": round(statistics.median(samples), 4), "min_ms": round(min(samples), 4),
+             "p25_ms": round(q[0], 4), "p75_ms": round(q[2], 4), "calls_per_sample": batch}
+        return {"ms": t[f"{stat}_ms"], **t}
+    return timer
+
+
+def sync(device):
+    if device.type == "cuda":
+        import torch
+        torch.cuda.synchronize()
+
+
+def copy_bandwidth(device, timer, repeat: int) -> dict:
+    """GB/s of dst.copy_(src) on a COPY_MIB buffer: bytes read + bytes written per second."""
+    import torch
+
+    n = COPY_MIB * 2**20 // 4
+    src = torch.randn(n, device=device)
+    dst = torch.empty_like(src)
+    t = timer(lambda: dst.copy_(src), repeat)
+    moved = 2 * n * 4
+    return {"MiB": COPY_MIB, "bytes": moved, **t, "GBps": round(moved / t["ms"] / 1e6, 2)}
+
+
+# ---- one case ----------------------------------------------------------------------
+
+def _first_lines(text: str, n: int = 3) -> str:
+    return " | ".join(line.strip() for line in str(text).strip().splitlines()[:n])
+
+
+def _compiled(label, fn):
+    import torch
+
+    if label == "eager":
+        return fn
+    return torch.compile(fn, backend=label)
+
+
+def run_backend(label, inst, expected, device, timer, repeat) -> dict:
+    """First call (compile), check against eager, then the median time. Never raises."""
+    import torch
+
+    import lamina.backend
+
+    res = {"status": "ok"}
+    torch._dynamo.reset()
+    n_reports = len(lamina.backend.reports())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fn = _compiled(label, inst.fn)
+            t0 = time.perf_counter()
+            out = fn(*inst.inputs)
+            sync(device)
+            res["compile_s"] = round(time.perf_counter() - t0, 3)
+        except Exception as e:  # noqa: BLE001 - a failing backend is a failed row
+            res.update(status="error", error=f"{type(e).__name__}: {_first_lines(e)}")
+            return res
+    if label == "lamina":
+        res["lamina"] = lamina_summary(lamina.backend.reports()[n_reports:], caught)
+    try:
+        torch.testing.assert_close(out, expected, rtol=inst.rtol, atol=inst.atol)
+    except AssertionError as e:
+        res.update(status="mismatch", error=_first_lines(e, 4))
+    try:
+        res.update(timer(lambda: fn(*inst.inputs), repeat))
+    except Exception as e:  # noqa: BLE001
+        res.update(status="error", error=f"{type(e).__name__} while timing: {_first_lines(e)}")
+    return res
+
+
+def lamina_summary(reports: list[dict], caught) -> dict:
+    """What lamina compiled for this case: summed over the graphs compiled by the first call."""
+    fallback = sorted({op for r in reports for op in r.get("fallback_ops", [])})
+    reasons = sorted({r["fallback_reason"] for r in reports if r.get("fallback_reason")})
+    messages = sorted({str(w.message) for w in caught if "Lamina" in w.category.__name__})
+    return {
+        "graphs": len(reports),
+        "ops_total": sum(r.get("ops_total", 0) for r in reports),
+        "ops_compiled": sum(r.get("ops_compiled", 0) for r in reports),
+        "kernels": sum(r.get("kernels", 0) for r in reports),
+        "compile_s": round(sum(r.get("compile_s", 0.0) for r in reports), 3),
+        "fallback_ops": fallback,
+        "fallback_reasons": reasons,
+        "warnings": messages,
+    }
+
+
+def run_case(case, size, device, labels, timer, repeat, copy_gbps) -> dict:
+    import torch
+
+    inst = case.build(size, device)
+    row = {"case": case.name, "size": size, "shape": inst.shape, "what": case.what}
+    with torch.no_grad():
+        expected = inst.fn(*inst.inputs)
+        row["bytes"] = inst.nbytes(expected)
+        row["flops"] = inst.flops
+        for label in labels:
+            res = run_backend(label, inst, expected, device, timer, repeat)
+            ms = res.get("ms")
+            if ms:
+                res["GBps"] = round(row["bytes"] / ms / 1e6, 3)
+                res["pct_copy"] = round(100 * res["GBps"] / copy_gbps, 1)
+                if inst.flops:
+                    res["GFLOPps"] = round(inst.flops / ms / 1e6, 3)
+            row[label] = res
+    for num, den, key in (("eager", "inductor", "eager/inductor"), ("eager", "lamina", "eager/lamina"),
+                          ("inductor", "lamina", "lamina_vs_inductor")):
+        a, b = row.get(num, {}).get("ms"), row.get(den, {}).get("ms")
+        if a and b:
+            row[key] = round(a / b, 3)
     return row
 
 
+# ---- summary and table -------------------------------------------------------------
+
+RATIOS = (("eager/inductor", ("eager", "inductor")), ("eager/lamina", ("eager", "lamina")),
+          ("lamina_vs_inductor", ("inductor", "lamina")))
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return round(math.exp(sum(map(math.log, values)) / len(values)), 3) if values else None
+
+
+def summarize(rows, labels) -> dict:
+    """Geomeans of each speedup over the rows where both backends ran and matched eager."""
+    out = {}
+    groups = {"all": rows, **{s: [r for r in rows if r["size"] == s] for s in sorted({r["size"] for r in rows})}}
+    for group, rs in groups.items():
+        g = {}
+        for key, (a, b) in RATIOS:
+            if a in labels and b in labels:
+                ok = [r[key] for r in rs if key in r and r[a]["status"] == "ok" and r[b]["status"] == "ok"]
+                g[key] = {"geomean": geomean(ok), "rows": len(ok)}
+        out[group] = g
+    out["compile_s"] = {
+        label: {"total": round(sum(r[label].get("compile_s", 0) for r in rows), 2),
+                "geomean": geomean([r[label].get("compile_s") for r in rows])}
+        for label in labels if label != "eager"}
+    return out
+
+
+def _f(v, fmt="{:.3f}"):
+    return "-" if v is None else fmt.format(v)
+
+
+def _status(row, labels, notes) -> str:
+    parts = []
+    for label in labels:
+        r = row[label]
+        if r["status"] != "ok":
+            notes.append(f"{row['case']}/{row['size']}: {label} {r['status'].upper()}: {r.get('error', '')}")
+            parts.append(f"{SHORT[label]} {r['status'].upper()} [{len(notes)}]")
+    lam = row.get("lamina", {}).get("lamina")
+    if lam and lam["fallback_ops"]:
+        # A reason names the row's first offending input; the rest is the same for every row.
+        short = sorted({r.split("; first:")[0] for r in lam["fallback_reasons"]})
+        why = f" ({'; '.join(short)})" if short else ""
+        notes.append(f"{row['case']}/{row['size']}: lamina ran eagerly: {', '.join(lam['fallback_ops'])}{why}")
+        parts.append(f"fallback {lam['ops_total'] - lam['ops_compiled']}/{lam['ops_total']} ops [{len(notes)}]")
+    elif lam:
+        parts.append(f"{lam['kernels']} kernel{'s' if lam['kernels'] != 1 else ''}")
+    if not any(row[l]["status"] != "ok" for l in labels) and not (lam and lam["fallback_ops"]):
+        parts.insert(0, "ok")
+    return ", ".join(parts)
+
+
+def table(rows, labels) -> tuple[str, list[str]]:
+    """The markdown table and its footnotes."""
+    notes: list[str] = []
+    compiled = [l for l in labels if l != "eager"]
+    head = ["case", "size", "shape", *[f"{SHORT[l]} ms" for l in labels]]
+    head += [k for k, (a, b) in (("eager/ind", ("eager", "inductor")), ("eager/lam", ("eager", "lamina")),
+                                 ("lam vs ind", ("inductor", "lamina"))) if a in labels and b in labels]
+    head += [f"{SHORT[l]} rate" for l in labels]
+    head += ["% copy " + "/".join(SHORT[l][0] for l in labels)]
+    head += [f"compile {SHORT[l]} s" for l in compiled]
+    head += ["status"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i < 3 else "---:" for i in range(len(head) - 1)) + "|---|"]
+    for row in rows:
+        cells = [row["case"], row["size"], row["shape"]]
+        cells += [_f(row[l].get("ms"), "{:.4g}") for l in labels]
+        cells += [_f(row.get(k), "{:.2f}x") for k, (a, b) in RATIOS if a in labels and b in labels]
+        for l in labels:
+            r = row[l]
+            if row["flops"]:
+                cells.append(_f(r.get("GFLOPps"), "{:.1f} GF/s"))
+            else:
+                cells.append(_f(r.get("GBps"), "{:.2f} GB/s"))
+        cells.append("-" if row["flops"] else "/".join(_f(row[l].get("pct_copy"), "{:.0f}") for l in labels))
+        cells += [_f(row[l].get("compile_s"), "{:.2f}") for l in compiled]
+        cells.append(_status(row, labels, notes))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines), notes
+
+
+def report_text(result) -> str:
+    labels, rows, summary = result["backends"], result["rows"], result["summary"]
+    env, copy = result["environment"], result["copy"]
+    text, notes = table(rows, labels)
+    out = [f"lamina benchmarks on {env['device']} ({env['cpu_model']}, torch {env['torch']}, "
+           f"{env['torch_threads']} threads, load {env.get('loadavg_1min')}, {result['stat']} of {result['repeat']} samples, "
+           f"inductor caches {'on' if env.get('inductor_caches') else 'off'})", "", text, ""]
+    out += [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
+    if notes:
+        out.append("")
+    names = {"eager/inductor": "eager/inductor", "eager/lamina": "eager/lamina", "lamina_vs_inductor": "lamina vs inductor"}
+    for group in ["all"] + [g for g in summary if g not in ("all", "compile_s")]:
+        parts = [f"{names[k]} {_f(v['geomean'], '{:.3f}x')} ({v['rows']} rows)" for k, v in summary[group].items()]
+        out.append(f"geomean {group + ':':6s} " + ", ".join(parts))
+    out.append("compile s: " + ", ".join(f"{l} total {v['total']:.1f} s (geomean {_f(v['geomean'], '{:.2f}')} s per case)"
+                                         for l, v in summary["compile_s"].items()))
+    out.append(f"copy bandwidth: dst.copy_(src) of {copy['MiB']} MiB: {copy['GBps']:.1f} GB/s "
+               f"(read + write, {copy['ms']:.3f} ms); % copy = GB/s of the row / this")
+    out.append("rate: GB/s = (inputs + params + outputs) bytes / time (bandwidth-bound cases), "
+               "GF/s = GFLOP/s (matmul-bound cases, 2*M*N*K per matmul); "
+               "eager/x > 1: x faster than eager; lam vs ind = ind ms / lam ms (> 1: lamina faster)")
+    noisy = [f"{r['case']}/{r['size']} {SHORT[l]}" for r in rows for l in labels
+             if r[l].get("p25_ms") and r[l]["p75_ms"] > 1.5 * r[l]["p25_ms"]]
+    if noisy:
+        out.append(f"noisy (p75 > 1.5 x p25 of the {result['repeat']} samples; see min_ms/p25_ms/p75_ms in --json): "
+                   + ", ".join(noisy))
+    for w in result.get("notes", []):
+        out.append("note: " + w)
+    return "\n".join(out)
+
+
+# ---- entry point -------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 2)[2],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    p.add_argument("--sizes", default="small,large", help="comma-separated: small,large (default: both)")
+    p.add_argument("--repeat", type=int, default=20, help="timed calls per backend (median; default 20)")
+    p.add_argument("--stat", choices=("median", "min"), default="median",
+                   help="which statistic of the samples is `ms` (default: median)")
+    p.add_argument("--no-inductor", action="store_true", help="skip inductor")
+    p.add_argument("--no-inductor-cache", action="store_true",
+                   help="disable inductor's on-disk caches, so its compile time is a cold compile")
+    p.add_argument("--threads", type=int,
+                   help="torch.set_num_threads(N) and OMP_NUM_THREADS=N for lamina's OpenMP runtime "
+                        "(default: the defaults)")
+    p.add_argument("--json", metavar="FILE", help="write rows, summary and environment as JSON")
+    p.add_argument("--list", action="store_true", help="list the cases and exit")
+    return p.parse_args(argv)
+
+
+def _import_cases():
+    try:
+        from . import cases  # imported as benchmarks.run
+    except ImportError:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import cases  # run as a script
+    return cases
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(BENCH_MODELS))
-    p.add_argument("--repeat", type=int, default=50)
-    p.add_argument("--no-inductor", action="store_true")
-    p.add_argument("--json", help="write the rows here")
-    args = p.parse_args(argv)
+    args = parse_args(argv)
+    cases = _import_cases()
+    if args.list:
+        for c in cases.CASES.values():
+            print(f"{c.name:18s} {c.what}")
+        return 0
+    names = args.cases.split(",") if args.cases else list(cases.CASES)
+    sizes = args.sizes.split(",")
+    unknown = [n for n in names if n not in cases.CASES] + [s for s in sizes if s not in cases.SIZES]
+    if unknown:
+        print(f"unknown case or size: {', '.join(unknown)}; cases: {', '.join(cases.CASES)}; "
+              f"sizes: {', '.join(cases.SIZES)}", file=sys.stderr)
+        return 2
+
+    import torch
+
+    import lamina.backend  # noqa: F401 - registers the "lamina" backend when run from a checkout
+
+    notes = []
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: no CUDA device available", file=sys.stderr)
+        return 2
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        notes.append("lamina has no GPU target yet: on cuda every lamina graph falls back to eager "
+                     "(LaminaFallbackWarning); the lamina columns time that fallback path")
+        print("note: " + notes[-1], file=sys.stderr)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        # lamina's kernels run on LLVM's OpenMP runtime, loaded at the first lamina compile:
+        # it reads OMP_NUM_THREADS then, not torch's setting.
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    if args.no_inductor_cache:
+        import torch._inductor.config as ic
+        ic.force_disable_caches = True
+    labels = [l for l in BACKENDS if not (args.no_inductor and l == "inductor")]
+    env = environment(device)
+    load, cores = env.get("loadavg_1min"), env.get("cpu_count") or 1
+    if device.type == "cpu" and load is not None and load >= 0.5 * cores and torch.get_num_threads() > 1:
+        notes.append(f"the machine was busy at the start (load {load} on {cores} cores): torch's "
+                     f"{torch.get_num_threads()} OpenMP threads wait for descheduled threads (ms-sized steps "
+                     "in eager/inductor times); --threads 1 gives steadier numbers")
+        print("note: " + notes[-1], file=sys.stderr)
+    timer = make_timer(device, args.stat)
+
+    copy = copy_bandwidth(device, timer, max(args.repeat, 5))
+    print(f"copy bandwidth: {copy['GBps']:.1f} GB/s", file=sys.stderr)
     rows = []
-    labels = ["eager"] + ([] if args.no_inductor else ["inductor"]) + ["lamina"]
-    header = f"{'model':18s}" + "".join(f"{l + ' ms':>14s}" for l in labels) + "".join(
-        f"{'eager/' + l:>16s}" for l in labels[1:]) + f"{'lamina GB/s':>13s}"
-    print(header)
-    for name in args.models.split(","):
-        row = bench_model(name, args.repeat, not args.no_inductor)
-        rows.append(row)
-        print(f"{name:18s}" + "".join(f"{row[l + '_ms']:14.4f}" for l in labels)
-              + "".join(f"{row['eager/' + l]:16.3f}" for l in labels[1:]) + f"{row['lamina_GBps']:13.3f}")
-        sys.stdout.flush()
+    for name in names:
+        for size in sizes:
+            t0 = time.perf_counter()
+            row = run_case(cases.CASES[name], size, device, labels, timer, args.repeat, copy["GBps"])
+            rows.append(row)
+            ms = ", ".join(f"{l} {_f(row[l].get('ms'), '{:.4g}')} ms ({row[l]['status']})" for l in labels)
+            print(f"{name}/{size}: {ms}  [{time.perf_counter() - t0:.1f} s]", file=sys.stderr)
+    result = {"environment": env, "repeat": args.repeat, "stat": args.stat, "backends": labels, "copy": copy,
+              "rows": rows, "summary": summarize(rows, labels), "notes": notes}
+    print(report_text(result))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump(result, f, indent=1)
     return 0
 
 

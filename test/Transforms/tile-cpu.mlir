@@ -145,3 +145,31 @@ func.func @bmm_m0(%a: memref<2x0x8xf32>, %b: memref<2x8x4xf32>, %out: memref<2x0
   bufferization.materialize_in_destination %m in restrict writable %out : (tensor<2x0x4xf32>, memref<2x0x4xf32>) -> ()
   return
 }
+
+// Row reductions become vector code: an all-parallel generic over the rows
+// (lamina.vector_reduction = lanes) whose body reduces a row with UNROLL = 4 sets of lane
+// accumulators, a masked tail (100 = 3 * 32 + 4; one step, so no loop is left) and a
+// horizontal reduction.
+// PLAN-LABEL: func.func @row_max
+// PLAN:       lamina.tile_sizes = array<i64: 0, 0>
+// CHECK-LABEL: func.func @row_max
+// CHECK:       linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}}lamina.vector_reduction = {{(8|16)}}
+// CHECK:         scf.for {{.*}} -> (vector<{{(8|16)}}xf32>, vector<{{(8|16)}}xf32>, vector<{{(8|16)}}xf32>, vector<{{(8|16)}}xf32>)
+// CHECK:           vector.transfer_read
+// CHECK:           arith.maximumf {{.*}} : vector<{{(8|16)}}xf32>
+// CHECK:         vector.{{(create|constant)}}_mask
+// CHECK:         arith.select
+// CHECK:         vector.reduction <maximumf>
+func.func @row_max(%a: memref<4x100xf32>, %out: memref<4x1xf32>) attributes {lamina.kernel = 5 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<4x100xf32> to tensor<4x100xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<4x1xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%A : tensor<4x100xf32>) outs(%f : tensor<4x1xf32>) {
+  ^bb0(%x: f32, %m: f32):
+    %y = arith.maximumf %x, %m : f32
+    linalg.yield %y : f32
+  } -> tensor<4x1xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<4x1xf32>, memref<4x1xf32>) -> ()
+  return
+}

@@ -63,15 +63,19 @@ def _i64s(attr) -> list[int]:
 def _all_parallel_identity(op) -> list[int] | None:
     """Loop sizes of an all-parallel linalg.generic with an identity output map and static
     shapes, else None."""
-    if op.operation.name != "linalg.generic" or len(op.results) != 1:
+    if op.operation.name != "linalg.generic" or len(op.results) < 1:
         return None
     if any("parallel" not in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
         return None
     maps = ir.ArrayAttr(op.attributes["indexing_maps"])
-    out_map = ir.AffineMapAttr(maps[len(maps) - 1]).value
     t = ir.RankedTensorType(op.results[0].type)
-    if not t.has_static_shape or t.rank == 0 or out_map != ir.AffineMap.get_identity(t.rank):
+    if not t.has_static_shape or t.rank == 0:
         return None
+    identity = ir.AffineMap.get_identity(t.rank)
+    for i, r in enumerate(op.results):   # every result: the same shape, written in loop order
+        out_map = ir.AffineMapAttr(maps[len(maps) - len(op.results) + i]).value
+        if list(ir.RankedTensorType(r.type).shape) != list(t.shape) or out_map != identity:
+            return None
     sizes = [t.get_dim_size(i) for i in range(t.rank)]
     return None if 0 in sizes else sizes
 
@@ -144,6 +148,18 @@ def plan_pointwise(func_op, next_id: list[int]) -> list[dict]:
                     any(x for x, k in zip(outer, red[1]) if k == "reduction"):
                 raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES} {outer} on a reduction with loops {red[1]}")
             if any(outer):
+                tid = POINTWISE_ID_BASE + next_id[0]
+                next_id[0] += 1
+                op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+                items.append(dict(id=tid, outer=outer, inner=None))
+            continue
+        if op.operation.name == "linalg.transpose":
+            sizes = list(ir.RankedTensorType(op.results[0].type).shape)
+            if not ir.RankedTensorType(op.results[0].type).has_static_shape or 0 in sizes or not sizes:
+                continue
+            outer = _i64s(op.attributes[TILE_SIZES]) if TILE_SIZES in op.attributes else default_sizes(sizes)[0]
+            op.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get(outer)
+            if any(outer):   # parallel row tiles only: a transposed read does not vectorize well
                 tid = POINTWISE_ID_BASE + next_id[0]
                 next_id[0] += 1
                 op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)

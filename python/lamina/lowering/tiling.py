@@ -41,6 +41,7 @@ from mlir.dialects.transform import interpreter
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
 from .tile_pointwise import build_pointwise_schedule, plan_pointwise
+from .vector_reduce import vectorize_reductions
 
 TILE_SIZES = "lamina.tile_sizes"
 VECTOR_SIZES = "lamina.vector_sizes"
@@ -362,6 +363,8 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
         build = build_schedule
     elif pointwise_enabled():
         _fuse_elementwise(func_op)
+        if not annotate_only:
+            vectorize_reductions(func_op)
         items = plan_pointwise(func_op, [0])
         build = build_pointwise_schedule
     else:

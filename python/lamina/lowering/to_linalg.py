@@ -99,7 +99,11 @@ def _idx(i: int) -> ir.Value:
 
 
 def _const(t: ir.Type, value) -> ir.Value:
-    """A scalar constant of element type `t` (float, int or bool)."""
+    """A constant of element type `t` (float, int or bool), or a splat of a vector type."""
+    if isinstance(t, ir.VectorType):
+        et = ir.VectorType(t).element_type
+        attr = ir.FloatAttr.get(et, float(value)) if _is_float(et) else ir.IntegerAttr.get(et, int(value))
+        return arith.constant(t, ir.DenseElementsAttr.get_splat(t, attr))
     if _is_float(t):
         return arith.constant(t, float(value))
     if _is_bool(t):
@@ -564,8 +568,9 @@ def _is_finite(v: ir.Value) -> ir.Value:
     return arith.cmpf(arith.CmpFPredicate.OLT, math.absf(v), _const(v.type, float("inf")))
 
 
-def _two_sum_step(y: ir.Value, s: ir.Value, c: ir.Value) -> list[ir.Value]:
-    """(s, c) + y: Kahan's carried error with Knuth's TwoSum (no |s| >= |y| assumption)."""
+def two_sum_step(y: ir.Value, s: ir.Value, c: ir.Value) -> list[ir.Value]:
+    """(s, c) + y: Kahan's carried error with Knuth's TwoSum (no |s| >= |y| assumption).
+    Scalars or vectors (lamina-tile-cpu's vector reductions run it per lane)."""
     y = arith.addf(y, c)
     t = arith.addf(s, y)
     z = arith.subf(t, s)
@@ -583,7 +588,7 @@ def _sum(x: ir.Value, dims: list[int], keepdim: bool, result_type, acc: ir.Type,
         return _reduction(x, dims, keepdim, result_type, acc, 0.0,
                           lambda *a: arith.addf(term(*a[:n_in]), a[n_in]), extra, 1, attrs)
     return _reduction(x, dims, keepdim, result_type, acc, 0.0,
-                      lambda *a: _two_sum_step(term(*a[:n_in]), *a[n_in:]), extra, 2, attrs)
+                      lambda *a: two_sum_step(term(*a[:n_in]), *a[n_in:]), extra, 2, attrs)
 
 
 def _total(*parts: ir.Value) -> ir.Value:

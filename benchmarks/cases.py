@@ -1,0 +1,180 @@
+"""The benchmark cases: what each one computes, at which sizes, and how much work that is.
+
+Each case has a "small" and a "large" size; the large one is the size of the issue
+(and of the held-out suite's categories), the small one has ~16-64x fewer elements,
+where per-call overhead weighs more than bandwidth. All cases are fp32 inference
+(run under torch.no_grad()).
+
+Work model, stated once here and used by every case:
+  bytes  = every input, parameter and output read or written once (a lower bound on
+           memory traffic: intermediates that a perfect fusion keeps in registers or
+           cache are not counted, so GB/s compares implementations on the same work);
+  flops  = for matmul-bound cases only: 2*M*N*K per matmul (bias, activations and
+           softmax are not counted; attention counts both matmuls in full, masked half
+           included, since every backend here computes it).
+
+    inst = CASES["softmax"].build("large", torch.device("cpu"))
+    inst.fn(*inst.inputs)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lamina.testing.models import CausalAttention, GPTBlock, RMSNorm, Softmax, cos_cos_div, sin2_cos2
+
+SIZES = ("small", "large")
+
+
+@dataclass
+class Instance:
+    """One case at one size, on one device: ready to call as `fn(*inputs)`."""
+    fn: Callable
+    inputs: tuple
+    shape: str                  # human-readable size, for the table
+    flops: int | None = None    # matmul-bound cases: the FLOP count of one call
+    rtol: float = 1e-4          # tolerances of the check against eager
+    atol: float = 1e-5
+
+    def params(self) -> list[torch.Tensor]:
+        if isinstance(self.fn, nn.Module):
+            return [*self.fn.parameters(), *self.fn.buffers()]
+        return []
+
+    def nbytes(self, output) -> int:
+        """Bytes of the byte model: inputs + params + outputs, each once."""
+        outs = output if isinstance(output, (tuple, list)) else [output]
+        tensors = [*self.inputs, *self.params(), *outs]
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+@dataclass
+class Case:
+    name: str
+    what: str                                   # one line: the computation
+    sizes: dict[str, Callable[[], Instance]]    # size -> builder (on the CPU, seeded)
+
+    def build(self, size: str, device: torch.device) -> Instance:
+        torch.manual_seed(0)
+        inst = self.sizes[size]()
+        if isinstance(inst.fn, nn.Module):
+            inst.fn = inst.fn.to(device).eval()
+        inst.inputs = tuple(t.to(device) for t in inst.inputs)
+        return inst
+
+
+# ---- modules defined for the benchmark (the rest come from lamina.testing.models) -----
+
+class GemmBiasRelu(nn.Module):
+    """relu(x @ W^T + b): a matmul with a pointwise epilogue."""
+
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.linear = nn.Linear(k, n)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+class FeedForward(nn.Module):
+    """d -> hidden -> d with a ReLU in between (the MLP of a transformer block)."""
+
+    def __init__(self, d: int, hidden: int):
+        super().__init__()
+        self.fc1 = nn.Linear(d, hidden)
+        self.fc2 = nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def gelu_bias_chain(x, bias, scale):
+    """A chain of pointwise ops around a GELU: (gelu(x + bias) * scale) + x."""
+    return F.gelu(x + bias) * scale + x
+
+
+def tiny_pointwise(x, y):
+    """A handful of pointwise ops on a few thousand elements: measures per-call overhead."""
+    return torch.relu(x * y + x) * 0.5 - y
+
+
+# ---- builders ----------------------------------------------------------------------
+
+def _pointwise(fn, n_inputs: int, rows: int, cols: int, **tol):
+    def build():
+        return Instance(fn, tuple(torch.randn(rows, cols) for _ in range(n_inputs)), f"{rows}x{cols}", **tol)
+    return build
+
+
+def _rowwise(make_module, rows: int, cols: int, **tol):
+    def build():
+        return Instance(make_module(cols), (torch.randn(rows, cols),), f"{rows}x{cols}", **tol)
+    return build
+
+
+def _gelu_chain(rows: int, cols: int):
+    def build():
+        return Instance(gelu_bias_chain, (torch.randn(rows, cols), torch.randn(cols), torch.randn(cols)),
+                        f"{rows}x{cols}")
+    return build
+
+
+def _gemm(m: int, n: int, k: int):
+    def build():
+        return Instance(GemmBiasRelu(k, n), (torch.randn(m, k),), f"{m}x{n}x{k}",
+                        flops=2 * m * n * k, rtol=1e-4, atol=1e-4)
+    return build
+
+
+def _mlp(batch: int, d: int, hidden: int):
+    def build():
+        return Instance(FeedForward(d, hidden), (torch.randn(batch, d),), f"{batch}x{d}->{hidden}->{d}",
+                        flops=2 * batch * (d * hidden + hidden * d), rtol=1e-4, atol=1e-4)
+    return build
+
+
+def _attention(b: int, h: int, t: int, d: int):
+    def build():
+        qkv = tuple(torch.randn(b, h, t, d) for _ in range(3))
+        return Instance(CausalAttention(), qkv, f"{b}x{h}x{t}x{d}",
+                        flops=2 * 2 * b * h * t * t * d, rtol=1e-4, atol=1e-4)
+    return build
+
+
+def _gpt_block(b: int, t: int, c: int, n_head: int = 4):
+    def build():
+        linears = 2 * b * t * (c * 3 * c + c * c + c * 4 * c + 4 * c * c)
+        attention = 2 * 2 * b * t * t * c
+        return Instance(GPTBlock(c, n_head), (torch.randn(b, t, c),), f"{b}x{t}x{c} h{n_head}",
+                        flops=linears + attention, rtol=1e-3, atol=1e-4)
+    return build
+
+
+CASES: dict[str, Case] = {c.name: c for c in [
+    Case("sin2_cos2", "sin(x)**2 + cos(x)**2",
+         {"small": _pointwise(sin2_cos2, 1, 256, 256), "large": _pointwise(sin2_cos2, 1, 2048, 2048)}),
+    Case("cos_cos_div", "cos(cos(x)) / 1.1 * y, y of x's shape",
+         {"small": _pointwise(cos_cos_div, 2, 256, 256), "large": _pointwise(cos_cos_div, 2, 2048, 2048)}),
+    Case("softmax", "softmax(x, dim=-1)",
+         {"small": _rowwise(lambda c: Softmax(), 128, 256), "large": _rowwise(lambda c: Softmax(), 1024, 1024)}),
+    Case("layer_norm", "nn.LayerNorm over the last dim",
+         {"small": _rowwise(nn.LayerNorm, 128, 256, atol=1e-4), "large": _rowwise(nn.LayerNorm, 1024, 1024, atol=1e-4)}),
+    Case("rms_norm", "x * rsqrt(mean(x^2) + eps) * w",
+         {"small": _rowwise(RMSNorm, 128, 256, atol=1e-4), "large": _rowwise(RMSNorm, 1024, 1024, atol=1e-4)}),
+    Case("gelu_bias", "gelu(x + b) * s + x",
+         {"small": _gelu_chain(128, 256), "large": _gelu_chain(1024, 1024)}),
+    Case("gemm_bias_relu", "relu(x @ W^T + b)",
+         {"small": _gemm(128, 128, 128), "large": _gemm(512, 512, 512)}),
+    Case("mlp", "fc2(relu(fc1(x)))",
+         {"small": _mlp(64, 64, 256), "large": _mlp(256, 256, 1024)}),
+    Case("causal_attention", "softmax(mask(q k^T / sqrt(d))) v",
+         {"small": _attention(2, 4, 64, 64), "large": _attention(2, 4, 256, 64)}),
+    Case("gpt_block", "pre-norm GPT-2 block (LN, attention, LN, tanh-GELU MLP)",
+         {"small": _gpt_block(1, 64, 128), "large": _gpt_block(2, 128, 256)}),
+    Case("tiny_pointwise", "relu(x * y + x) * 0.5 - y",
+         {"small": _pointwise(tiny_pointwise, 2, 16, 16), "large": _pointwise(tiny_pointwise, 2, 64, 64)}),
+]}
