@@ -3,7 +3,10 @@
 `lower` first applies lamina-tile-cpu (transform-dialect tiling + vectorization of
 contraction kernels, decisions recorded as `lamina.tile_sizes` / `lamina.vector_sizes`),
 then the declarative pipeline passes/cpu-tiled.pipeline. LAMINA_NO_TILE=1 skips the
-tiling and uses passes/cpu.pipeline (plain parallel loops), to bisect a tiling problem. Kernels are compiled once per
+tiling and uses passes/cpu.pipeline (plain parallel loops), to bisect a tiling problem.
+Before tiling, `schedule` runs lamina-expand-math (lowering/vector_math.py: f32 exp, log,
+sin, tanh, erf, ... as inline polynomials instead of libm calls); LAMINA_NO_VECTOR_MATH=1
+skips it. Kernels are compiled once per
 module into one ExecutionEngine; `launch` calls a kernel's C interface with memref
 descriptors that alias torch tensors (runtime/memref.py), so nothing is copied.
 """
@@ -296,10 +299,18 @@ class CpuTarget:
         lower_to_llvm(module)
 
     def schedule(self, module: ir.Module) -> None:
-        """Target-specific loop schedules on the kernels (L4): tiling + vectorization."""
-        if tiling_enabled():
-            from ..transforms.registry import run_pass
+        """Target-specific rewrites and loop schedules on the kernels (L4).
 
+        lamina-expand-math first (f32 transcendental math ops -> inline polynomials, so
+        the vectorizer sees plain arith; LAMINA_NO_VECTOR_MATH=1 keeps the libm calls),
+        then tiling + vectorization.
+        """
+        from ..lowering import vector_math
+        from ..transforms.registry import run_pass
+
+        if vector_math.enabled():
+            run_pass("lamina-expand-math", module)
+        if tiling_enabled():
             run_pass("lamina-tile-cpu", module)
 
     def load(self, module: ir.Module) -> CpuKernelLibrary:

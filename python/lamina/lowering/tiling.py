@@ -1,5 +1,7 @@
-"""lamina-tile-cpu (L4): tile, parallelize and vectorize contraction kernels with a
-transform-dialect schedule.
+"""lamina-tile-cpu (L4): tile, parallelize and vectorize kernels with transform-dialect
+schedules. Kernels without a contraction go to tile_pointwise.py (elementwise ops: vector
+tiles, parallel tiles above a grain) after vector_reduce.py has turned their row reductions
+into vector code; the rest of this docstring is about contraction kernels.
 
 Runs on kernel functions (`lamina.kernel`) after lamina-kernel-abi, while their bodies are
 still linalg on tensors (between bufferization.to_tensor and materialize_in_destination).
@@ -403,7 +405,7 @@ def _flag(v) -> bool:
 
 
 @register_pass("lamina-tile-cpu", level="L4",
-               description="tile (scf.forall -> OpenMP), peel and vectorize matmul/batch_matmul/contraction "
+               description="tile (scf.forall -> OpenMP above a grain), peel and vectorize contraction, pointwise and row-reduction "
                            "kernels with a transform schedule; decisions in lamina.tile_sizes/lamina.vector_sizes")
 def tile_cpu(module: ir.Module, **options) -> None:
     annotate_only = _flag(options.get("annotate_only", "0"))

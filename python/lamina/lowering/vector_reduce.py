@@ -66,6 +66,18 @@ def _fill_value(v: ir.Value):
     return c.owner.attributes["value"]
 
 
+def _is_compensated(op, block: ir.Block, n_in: int) -> bool:
+    """lamina-to-linalg's compensated pair: marked so, or (after elementwise fusion, which
+    drops discardable attributes) its TwoSum tail: yield(s + y, select(finite, e, 0))."""
+    if "lamina.accumulate" in op.attributes:
+        return ir.StringAttr(op.attributes["lamina.accumulate"]).value == "compensated"
+    s_arg = block.arguments[n_in]
+    ys = list(list(block.operations)[-1].operands)
+    t, c = ys
+    return (isinstance(t, ir.OpResult) and t.owner.name == "arith.addf" and s_arg in list(t.owner.operands)
+            and isinstance(c, ir.OpResult) and c.owner.name == "arith.select")
+
+
 def match(op) -> dict | None:
     """The facts the rewrite needs, or None when `op` is not a row reduction it handles."""
     if op.operation.name != "linalg.generic" or MARK in op.attributes:
@@ -108,8 +120,7 @@ def match(op) -> dict | None:
     if any(not b.operation.name.startswith(_BODY_OPS) for b in body[:-1]):
         return None
     mode = None
-    if n_out == 2 and "lamina.accumulate" in op.attributes and \
-            ir.StringAttr(op.attributes["lamina.accumulate"]).value == "compensated":
+    if n_out == 2 and _is_compensated(op, block, len(ins)):
         mode = "compensated"
     elif n_out == 1:
         y = body[-1].operands[0]
