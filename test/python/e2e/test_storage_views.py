@@ -61,7 +61,7 @@ def test_as_strided_outside_dense_owner_runs_eagerly_on_real_views():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = torch.compile(fn, backend="lamina")(x)
-    assert torch.equal(got, want)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)   # x.sum(): summation order
     messages = [str(w.message) for w in caught if issubclass(w.category, LaminaFallbackWarning)]
     assert any("aten.as_strided" in m and "aten.slice" in m for m in messages), messages
     torch._dynamo.reset()
