@@ -1,15 +1,16 @@
-// RUN: lamina-opt %s --lamina-tile-cpu="annotate-only=1" | FileCheck %s --check-prefix=PLAN
-// RUN: lamina-opt %s --lamina-tile-cpu | FileCheck %s
+// RUN: env LAMINA_VECTOR_LANES=16 lamina-opt %s --lamina-tile-cpu="annotate-only=1" | FileCheck %s --check-prefix=PLAN
+// RUN: env LAMINA_VECTOR_LANES=16 lamina-opt %s --lamina-tile-cpu | FileCheck %s
+// (Decisions depend on the host's vector width: pinned to AVX-512's 16 f32 lanes here.)
 
 // Decisions are recorded on the contraction before the schedule is applied; a user's
 // lamina.tile_sizes / lamina.vector_sizes win. The elementwise epilogue (bias + relu) is
 // fused into one generic first, which becomes the root of the parallel tiling.
 
 // PLAN-LABEL: func.func @mm_bias_relu
-// PLAN:       linalg.fill {lamina.vector_sizes = array<i64: 8, 32>}
-// PLAN:       linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 64, 64, 0>, lamina.vector_sizes = array<i64: 8, 32, 1>}
+// PLAN:       linalg.fill {lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}>}
+// PLAN:       linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 64, 64, 0>, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}, 1>}
 // PLAN:       linalg.generic
-// PLAN-SAME:  lamina.tile_id = 1000000 : i64, lamina.vector_sizes = array<i64: 8, 32>
+// PLAN-SAME:  lamina.tile_id = 1000000 : i64, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}>
 // PLAN-NOT:   linalg.generic
 
 // CHECK-LABEL: func.func @mm_bias_relu
@@ -148,24 +149,25 @@ func.func @bmm_m0(%a: memref<2x0x8xf32>, %b: memref<2x8x4xf32>, %out: memref<2x0
 
 // Row reductions become vector code: an all-parallel generic over the rows
 // (lamina.vector_reduction = lanes) whose body reduces a row with UNROLL = 4 sets of lane
-// accumulators, a masked tail (100 = 3 * 32 + 4; one step, so no loop is left) and a
-// horizontal reduction.
+// accumulators (300 = 4 * 64 + 44 with 16 lanes: 4 main steps), a masked tail loop
+// (3 steps of 16) and a horizontal reduction.
 // PLAN-LABEL: func.func @row_max
 // PLAN:       lamina.tile_sizes = array<i64: 0, 0>
 // CHECK-LABEL: func.func @row_max
-// CHECK:       linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}}lamina.vector_reduction = {{(8|16)}}
-// CHECK:         scf.for {{.*}} -> (vector<{{(8|16)}}xf32>, vector<{{(8|16)}}xf32>, vector<{{(8|16)}}xf32>, vector<{{(8|16)}}xf32>)
+// CHECK:       linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}}lamina.vector_reduction = 16
+// CHECK:         scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK:           vector.transfer_read
-// CHECK:           arith.maximumf {{.*}} : vector<{{(8|16)}}xf32>
-// CHECK:         vector.{{(create|constant)}}_mask
-// CHECK:         arith.select
+// CHECK:           arith.maximumf {{.*}} : vector<16xf32>
+// CHECK:         scf.for {{.*}} -> (vector<16xf32>)
+// CHECK:           vector.create_mask
+// CHECK:           arith.select
 // CHECK:         vector.reduction <maximumf>
-func.func @row_max(%a: memref<4x100xf32>, %out: memref<4x1xf32>) attributes {lamina.kernel = 5 : i64, llvm.emit_c_interface} {
-  %A = bufferization.to_tensor %a restrict : memref<4x100xf32> to tensor<4x100xf32>
+func.func @row_max(%a: memref<4x300xf32>, %out: memref<4x1xf32>) attributes {lamina.kernel = 5 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<4x300xf32> to tensor<4x300xf32>
   %ninf = arith.constant 0xFF800000 : f32
   %e = tensor.empty() : tensor<4x1xf32>
   %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
-  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%A : tensor<4x100xf32>) outs(%f : tensor<4x1xf32>) {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%A : tensor<4x300xf32>) outs(%f : tensor<4x1xf32>) {
   ^bb0(%x: f32, %m: f32):
     %y = arith.maximumf %x, %m : f32
     linalg.yield %y : f32

@@ -38,7 +38,11 @@ POINTWISE_ID_BASE = 2000000   # tile ids of pointwise roots (contractions use 0.
 
 @functools.lru_cache(maxsize=None)
 def vector_lanes() -> int:
-    """f32 lanes of the host's widest vector unit the JIT targets (it compiles for the host)."""
+    """f32 lanes of the host's widest vector unit the JIT targets (it compiles for the host);
+    LAMINA_VECTOR_LANES=8|16 overrides it (lit tests pin it, so their IR is host-independent)."""
+    forced = os.environ.get("LAMINA_VECTOR_LANES", "").strip()
+    if forced:
+        return int(forced)
     try:
         with open("/proc/cpuinfo") as f:
             flags = next((line for line in f if line.startswith("flags")), "")
