@@ -288,6 +288,48 @@ class CpuKernelLibrary:
         packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
         self._entry(kernel)(packed)
 
+    def launcher(self, kernel: str, strided: Sequence[bool]) -> "KernelLauncher":
+        """A cheaper launch for repeated calls: descriptors and the packed argument array are
+        built once (per thread); a call only stores the tensors' data pointers (and the
+        strides of the arguments whose memrefs have a dynamic strided layout)."""
+        return KernelLauncher(self._entry(kernel), list(strided))
+
+
+class KernelLauncher:
+    """Calls one kernel on tensors (inputs then outputs, in the kernel's argument order).
+
+    Sizes and strides of identity-layout arguments are static in the kernel (shapes are
+    static per compiled graph), so they are written on a thread's first call only. Each
+    thread gets its own descriptors, so concurrent calls of one graph do not race."""
+
+    def __init__(self, fn, strided: list[bool]):
+        import threading
+
+        self.fn, self.strided = fn, strided
+        self._local = threading.local()
+
+    def _state(self, tensors):
+        descs = [descriptor(t) for t in tensors]
+        ptrs = [ctypes.pointer(d) for d in descs]
+        packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
+        state = (descs, ptrs, packed)
+        self._local.state = state
+        return state
+
+    def __call__(self, tensors) -> None:
+        state = getattr(self._local, "state", None)
+        if state is None:
+            state = self._state(tensors)
+        else:
+            for d, t, s in zip(state[0], tensors, self.strided):
+                p = t.data_ptr()
+                d.allocated = p
+                d.aligned = p
+                if s:
+                    d.sizes[:] = t.shape
+                    d.strides[:] = t.stride()
+        self.fn(state[2])
+
 
 @register_target("cpu")
 class CpuTarget:

@@ -119,6 +119,12 @@ class CompiledGraph:
             for _, dt in l.output_specs:
                 self._dtypes[dt] = T.name_to_torch_dtype(dt)
         self._empty = torch.empty
+        # One prepared launcher per launch where the library offers them (CPU): descriptors
+        # built once, a call stores data pointers only.
+        make = getattr(library, "launcher", None)
+        self._launchers = None if make is None else [
+            make(l.kernel, [not c for c in l.contiguous_inputs] + [False] * len(l.outputs))
+            for l in plan.launches]
 
     @property
     def num_kernels(self) -> int:
@@ -127,8 +133,8 @@ class CompiledGraph:
     def __call__(self, *args):
         plan = self.plan
         env: list = list(args) + [None] * (sum(len(l.outputs) for l in plan.launches))
-        empty, device, dtypes = self._empty, self.device, self._dtypes
-        for l in plan.launches:
+        empty, device, dtypes, launchers = self._empty, self.device, self._dtypes, self._launchers
+        for k, l in enumerate(plan.launches):
             ins = []
             for s, contiguous in zip(l.inputs, l.contiguous_inputs):
                 t = env[s]
@@ -137,7 +143,10 @@ class CompiledGraph:
                     self.input_copies += 1
                 ins.append(t)
             outs = [empty(shape, dtype=dtypes[dt], device=device) for shape, dt in l.output_specs]
-            self.library.launch(l.kernel, ins, outs)
+            if launchers is not None:
+                launchers[k](ins + outs)
+            else:
+                self.library.launch(l.kernel, ins, outs)
             for s, t in zip(l.outputs, outs):
                 env[s] = t
             for s in l.release_after:

@@ -223,3 +223,34 @@ def test_unresolved_symbol_fails_the_compile_not_the_first_call():
         module = ir.Module.parse(src)
         with pytest.raises(RuntimeError, match="could not link kernel k"):
             CpuKernelLibrary(module)
+
+
+def test_prepared_launchers_follow_every_call():
+    """CompiledGraph reuses one descriptor set per kernel (and thread): each call must still
+    read its own tensors, strided views included, also from several threads at once."""
+    import threading
+
+    torch._dynamo.reset()
+
+    def fn(x, y):
+        return torch.sin(x) * y + x.sum(-1, keepdim=True)
+
+    compiled = torch.compile(fn, backend="lamina", options={"strict": True})
+    calls = [(torch.randn(9, 40)[:, ::2], torch.randn(20)) for _ in range(4)]
+    for x, y in calls:
+        torch.testing.assert_close(compiled(x, y), fn(x, y), rtol=1e-5, atol=1e-5)
+    errors = []
+
+    def worker(x, y):
+        try:
+            for _ in range(20):
+                torch.testing.assert_close(compiled(x, y), fn(x, y), rtol=1e-5, atol=1e-5)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=xy) for xy in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
