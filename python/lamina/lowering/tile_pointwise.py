@@ -133,14 +133,32 @@ def reduction_sizes(sizes: list[int], kinds: list[str]) -> list[int]:
     return outer
 
 
-def plan_pointwise(func_op, next_id: list[int]) -> list[dict]:
+TRANSPOSE_TILE = 8   # an 8x8 f32 block: 8 vector loads, an in-register transpose, 8 stores
+
+
+def _transpose_tile(op, sizes: list[int]) -> list[int] | None:
+    """The vector tile of a linalg.transpose that swaps its last two dims (the weight
+    transpose of F.linear, attention's K^T): [1, ..., 8, 8], so each tile is read as 8
+    rows and written as 8 rows (vector.transpose, lowered with shuffles); other
+    permutations keep scalar loops."""
+    perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    n = len(perm)
+    t = ir.RankedTensorType(op.results[0].type)
+    if n < 2 or perm != list(range(n - 2)) + [n - 1, n - 2] or str(t.element_type) != "f32":
+        return None
+    if sizes[-1] < TRANSPOSE_TILE or sizes[-2] < TRANSPOSE_TILE:
+        return None
+    return [1] * (n - 2) + [TRANSPOSE_TILE, TRANSPOSE_TILE]
+
+
+def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
     """Record the decisions on the ops of one kernel; return the schedule items.
 
     Stored all-parallel ops and intermediate ones alike get vector tiles (and parallel tiles
     above the grain); reductions get parallel tiles over their rows (above the grain) and
     keep their scalar inner loops (compensated sums do not vectorize as linalg reductions)."""
     items = []
-    for op in func_op.regions[0].blocks[0].operations:
+    for op in block.operations:
         red = _reduction_loops(op)
         if red is not None:
             outer = reduction_sizes(*red)
@@ -163,11 +181,15 @@ def plan_pointwise(func_op, next_id: list[int]) -> list[dict]:
                 continue
             outer = _i64s(op.attributes[TILE_SIZES]) if TILE_SIZES in op.attributes else default_sizes(sizes)[0]
             op.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get(outer)
-            if any(outer):   # parallel row tiles only: a transposed read does not vectorize well
+            inner = _transpose_tile(op, sizes)
+            if inner is not None:
+                inner = _i64s(op.attributes[VECTOR_SIZES]) if VECTOR_SIZES in op.attributes else inner
+                op.attributes[VECTOR_SIZES] = ir.DenseI64ArrayAttr.get(inner)
+            if any(outer) or inner is not None:
                 tid = POINTWISE_ID_BASE + next_id[0]
                 next_id[0] += 1
                 op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
-                items.append(dict(id=tid, outer=outer, inner=None))
+                items.append(dict(id=tid, outer=outer, inner=inner, peel_all=True))
             continue
         sizes = _all_parallel_identity(op)
         if sizes is None:
@@ -216,7 +238,9 @@ def build_pointwise_schedule(items: list[dict]) -> str:
         n = sum(1 for x in it["inner"] if x)
         loops = ", ".join(f"%l{t}_{j}" for j in range(n))
         body.append(f'%v{t}, {loops} = transform.structured.tile_using_for {root} tile_sizes {_arr(it["inner"])} : ({A}) -> ({", ".join([A] * (1 + n))})')
-        if it["inner"][-1] > 1:
+        if it.get("peel_all"):
+            vec_loops += [f"%l{t}_{j}" for j, x in enumerate(x for x in it["inner"] if x) if x > 1]
+        elif it["inner"][-1] > 1:
             vec_loops.append(f"%l{t}_{n - 1}")
     if vec_loops:
         # Peel the vector loop: full tiles get static shapes (plain vectors), the remainder a
@@ -246,6 +270,11 @@ def build_pointwise_schedule(items: list[dict]) -> str:
                 '  transform.apply_patterns.vector.lower_masked_transfers\n'
                 '  transform.apply_patterns.canonicalization\n'
                 '} : !transform.any_op')
+    if any(it.get("peel_all") and it["inner"] is not None for it in items):
+        # Transposed tiles: vector.transpose of 8x8 as shuffles (not element by element).
+        body.append('transform.apply_patterns to %f {\n'
+                    '  transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_1d" avx2_lowering_strategy = true\n'
+                    '} : !transform.any_op')
     body.append('transform.apply_cse to %f : !transform.any_op')
     body.append('transform.yield')
     inner = "\n".join("    " + line for chunk in body for line in chunk.splitlines())

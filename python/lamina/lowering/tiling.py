@@ -43,6 +43,7 @@ from mlir.dialects.transform import interpreter
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
 from .tile_pointwise import build_pointwise_schedule, plan_pointwise, vector_lanes
+from .row_kernel import row_block
 from .vector_reduce import vectorize_reductions
 
 TILE_SIZES = "lamina.tile_sizes"
@@ -286,10 +287,23 @@ def _top_linalg_ops(func_op):
 
 
 def _fuse_elementwise(func_op) -> None:
-    pm = passmanager.PassManager.parse("func.func(linalg-fuse-elementwise-ops)", context=func_op.context)
-    # Run on a throwaway module holding only this function would need a clone; the pass is
-    # function-local, so run it nested on the parent module but only if the kernel qualifies.
+    """Upstream elementwise fusion, then CSE (a layer norm's mean and its variance's mean are
+    one reduction), on this kernel only. CSE also merges equal tensor.empty / linalg.fill
+    inits; each user gets its own again (_unshare_inits), since two ops accumulating into
+    one shared init would share one buffer after empty-tensor elimination."""
+    pm = passmanager.PassManager.parse("func.func(linalg-fuse-elementwise-ops, cse)", context=func_op.context)
     pm.run(func_op.operation)
+    _unshare_inits(func_op)
+
+
+def _unshare_inits(func_op) -> None:
+    block = func_op.regions[0].blocks[0]
+    for name in ("linalg.fill", "tensor.empty"):
+        for op in [o.operation for o in block.operations if o.operation.name == name]:
+            uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
+            for owner, index in uses[1:]:
+                copy = op.clone(ip=ir.InsertionPoint(op))
+                owner.operands[index] = copy.results[0]
 
 
 def _has_empty_loop(op) -> bool:
@@ -370,9 +384,14 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
         build = build_schedule
     elif pointwise_enabled():
         _fuse_elementwise(func_op)
+        # Row-aligned kernels (softmax, norms) run row by row (row_kernel.py); the ops to
+        # vectorize are then those of the per-row body.
+        block = func_op.regions[0].blocks[0]
         if not annotate_only:
-            vectorize_reductions(func_op)
-        items = plan_pointwise(func_op, [0])
+            rows = row_block(func_op)
+            block = block if rows is None else rows
+            vectorize_reductions(block)
+        items = plan_pointwise(block, [0])
         build = build_pointwise_schedule
     else:
         return False

@@ -33,6 +33,7 @@ from .to_linalg import two_sum_step
 
 MARK = "lamina.vector_reduction"
 UNROLL = 4
+CHUNK = 16     # unrolled steps a plain lane partial sums before it is folded, compensated
 
 # Combiners of single-accumulator reductions: arith op -> vector.reduction kind.
 _COMBINERS = {"arith.addf": "add", "arith.maximumf": "maximumf", "arith.minimumf": "minimumf",
@@ -120,8 +121,10 @@ def match(op) -> dict | None:
     if any(not b.operation.name.startswith(_BODY_OPS) for b in body[:-1]):
         return None
     mode = None
+    addend = None
     if n_out == 2 and _is_compensated(op, block, len(ins)):
-        mode = "compensated"
+        addend = _compensated_addend(block, len(ins))
+        mode = "compensated" if addend is not None else None
     elif n_out == 1:
         y = body[-1].operands[0]
         acc = block.arguments[len(ins)]
@@ -130,7 +133,17 @@ def match(op) -> dict | None:
     if mode is None:
         return None
     return dict(k=k, rows=rows, n=n, ins=ins, in_kinds=in_kinds, outs=outs, mode=mode,
-                identities=identities)
+                identities=identities, addend=addend)
+
+
+def _compensated_addend(block: ir.Block, n_in: int) -> ir.Value | None:
+    """The term a compensated body adds: y in its first op `addf(y, c)` (two_sum_step)."""
+    c_arg = block.arguments[n_in + 1]
+    for use in c_arg.uses:
+        owner = use.owner
+        if owner.name == "arith.addf" and use.operand_number == 1:
+            return owner.operands[0]
+    return None
 
 
 def _collapse(v: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
@@ -190,7 +203,9 @@ class _BodyCloner:
     def vtype(self, t: ir.Type) -> ir.Type:
         return ir.VectorType.get([self.lanes], t)
 
-    def __call__(self, values: list[ir.Value]) -> list[ir.Value]:
+    def __call__(self, values: list[ir.Value], want: list[ir.Value] | None = None) -> list[ir.Value]:
+        """The body on vectors `values` (one per block argument): its yielded values, or the
+        values `want` of the original body."""
         env = dict(zip(self.args, values))
         for op in self.ops[:-1]:
             op = op.operation
@@ -204,7 +219,8 @@ class _BodyCloner:
                                       attributes=attrs)
             for old, r in zip(op.results, new.results):
                 env[old] = r
-        return [env[v] if v in env else self._outer(v) for v in self.ops[-1].operands]
+        wanted = list(self.ops[-1].operands) if want is None else want
+        return [env[v] if v in env else self._outer(v) for v in wanted]
 
     def _outer(self, v: ir.Value) -> ir.Value:
         """A value defined above the generic: broadcast it to the lanes."""
@@ -285,6 +301,9 @@ def rewrite(op, facts: dict) -> None:
 
             step = lanes * UNROLL
             main_end = n - n % step
+            if facts["mode"] == "compensated":
+                linalg.YieldOp(_chunked_compensated_sum(cloner, read, facts["addend"], n, lanes))
+                return _finish(op, gen)
             sets = [list(ident) for _ in range(UNROLL)]
             if main_end:
                 loop = scf.ForOp(zero_i, _index(main_end), _index(step), [a for s in sets for a in s])
@@ -309,15 +328,86 @@ def rewrite(op, facts: dict) -> None:
                     scf.YieldOp([arith.select(mask, a, b) for a, b in zip(upd, old)])
                 sets[0] = list(tail.results)
             linalg.YieldOp(_merge_lanes(facts["mode"], sets, lanes))
+    _finish(op, gen)
+
+
+def _finish(op, gen) -> None:
+    with ir.InsertionPoint(op), op.location:
         for old, new in zip(op.results, gen.results):
             old.replace_all_uses_with(_from_rows(new, old.type))
     op.operation.erase()
 
 
-def vectorize_reductions(func_op) -> int:
-    """Rewrite every row reduction of one kernel function; returns how many."""
+def _chunked_compensated_sum(cloner, read, addend: ir.Value, n: int, lanes: int) -> list[ir.Value]:
+    """A row's compensated sum (s, c), cheaply: UNROLL sets of plain lane accumulators sum
+    CHUNK vectors each (one add per element), then each set is folded into a compensated
+    lane pair (S, C) with TwoSum; the lanes of (S, C) merge as a TwoSum tree. Every lane
+    partial sums at most CHUNK terms in plain fp32, so the error stays that of a CHUNK-term
+    sum per chunk plus a compensated sum of the chunks (docs/ir-levels.md, accumulation)."""
+    f32 = ir.F32Type.get()
+    vf32 = ir.VectorType.get([lanes], f32)
+    zero = _splat(vf32, ir.FloatAttr.get(f32, 0.0))
+    step = lanes * UNROLL
+    chunk = step * CHUNK
+    n_args = len(cloner.args)
+
+    def term(j, mask=None):
+        y = cloner(read(j, mask) + [zero, zero], [addend])[0]
+        return y if mask is None else arith.select(mask, y, zero)
+
+    def plain_loop(lo, hi) -> list[ir.Value]:
+        loop = scf.ForOp(lo, hi, _index(step), [zero] * UNROLL)
+        with ir.InsertionPoint(loop.body):
+            j = loop.induction_variable
+            acc = list(loop.inner_iter_args)
+            scf.YieldOp([arith.addf(acc[u], term(arith.addi(j, _index(u * lanes)) if u else j))
+                         for u in range(UNROLL)])
+        return list(loop.results)
+
+    def fold(parts, S, C):
+        for p in parts:
+            S, C = two_sum_step(p, S, C)
+        return S, C
+
+    assert n_args >= 2
+    S, C = zero, zero
+    chunks_end = n - n % chunk
+    if chunks_end:
+        outer = scf.ForOp(_index(0), _index(chunks_end), _index(chunk), [S, C])
+        with ir.InsertionPoint(outer.body):
+            jc = outer.induction_variable
+            parts = plain_loop(jc, arith.addi(jc, _index(chunk)))
+            scf.YieldOp(list(fold(parts, *outer.inner_iter_args)))
+        S, C = outer.results
+    main_end = n - n % step
+    if chunks_end < main_end:
+        S, C = fold(plain_loop(_index(chunks_end), _index(main_end)), S, C)
+    if main_end < n:
+        tail = scf.ForOp(_index(main_end), _index(n), _index(lanes), [zero])
+        with ir.InsertionPoint(tail.body):
+            j = tail.induction_variable
+            mask = vector.CreateMaskOp(ir.VectorType.get([lanes], ir.IntegerType.get_signless(1)),
+                                       [arith.subi(_index(n), j)]).result
+            scf.YieldOp([arith.addf(tail.inner_iter_args[0], term(j, mask))])
+        S, C = fold(list(tail.results), S, C)
+    # Lanes: halve the vector, adding the upper half into the lower one with TwoSum.
+    width = lanes
+    while width > 1:
+        h = width // 2
+        half = ir.VectorType.get([h], f32)
+
+        def part(v, off):
+            return vector.extract_strided_slice(half, v, [off], [h], [1])
+        S, C = two_sum_step(part(S, h), part(S, 0), arith.addf(part(C, 0), part(C, h)))
+        width = h
+    return [vector.extract(S, [], [0]), vector.extract(C, [], [0])]
+
+
+def vectorize_reductions(block: ir.Block) -> int:
+    """Rewrite every row reduction of one block (a kernel's body, or its per-row body after
+    row_kernel.py); returns how many."""
     count = 0
-    for op in list(func_op.regions[0].blocks[0].operations):
+    for op in list(block.operations):
         facts = match(op)
         if facts is not None:
             rewrite(op, facts)

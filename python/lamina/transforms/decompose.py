@@ -1,6 +1,6 @@
 """lamina-decompose (L3): expand composite lamina ops into lamina primitives.
 
-    softmax(x, dim)     = e / reduce_sum(e, [dim], keepdim)       e = exp(x - reduce_max(x, [dim], keepdim))
+    softmax(x, dim)     = e * reciprocal(reduce_sum(e, [dim], keepdim))     e = exp(x - reduce_max(x, [dim], keepdim))
     log_softmax(x, dim) = s - log(reduce_sum(exp(s), [dim], keepdim))   s = x - reduce_max(x, [dim], keepdim)
 
 Both subtract the max first, so exp never overflows. The new ops take the composite op's
@@ -35,7 +35,9 @@ def _softmax_like(op: ir.Operation) -> list[ir.Value]:
     e = ops.exp(s)
     z = ops.reduce_sum(e, dims=dims, keepdim=True)
     if op.name == "lamina.softmax":
-        return [m, s, e, z, ops.div(e, z)]
+        # e * (1/z), as ATen's softmax kernels compute it: one division per row, not per element.
+        r = ops.reciprocal(z)
+        return [m, s, e, z, r, ops.mul(e, r)]
     lz = ops.log(z)
     return [m, s, e, z, lz, ops.sub(s, lz)]
 

@@ -9,8 +9,10 @@ the op before them.
 Heuristic (v1, deliberately simple and always legal): walk the ops in program order
 and cut a new kernel
   * at every contraction (matmul), so each matmul anchors a kernel with its epilogue;
-  * at a reduction when the current kernel already holds a contraction, so matmul
-    epilogues stay pointwise and reductions (softmax, norms) get kernels of their own.
+  * at a reduction or a data-movement op (a transpose, a copy) when the current kernel
+    already holds a contraction, so matmul epilogues stay pointwise, reductions (softmax,
+    norms) get kernels of their own, and a transpose gets the vectorized transpose schedule
+    (inside a contraction kernel it would stay a scalar loop).
 Kernels are contiguous runs of a topologically ordered block, so the kernel graph is
 acyclic by construction. Constants are not grouped (outlining clones them into every
 kernel that uses them) unless the graph returns one directly.
@@ -85,7 +87,7 @@ def fuse_function(func_op) -> int:
     kernel, has_contraction, started = 0, False, False
     for op in groupable:
         kind = op_kind(op.name)
-        cut = kind == "contraction" or (kind == "reduction" and has_contraction)
+        cut = kind == "contraction" or (kind in ("reduction", "data_movement") and has_contraction)
         if started and cut:
             kernel += 1
             has_contraction = False

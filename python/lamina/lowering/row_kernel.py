@@ -1,0 +1,384 @@
+"""Row-blocked reduction kernels (part of lamina-tile-cpu, for kernels without a contraction).
+
+A softmax, a layer norm or an RMS norm is, after lamina-to-linalg, a chain of linalg ops
+over the whole [rows, n] input: a max or sum reduction, a pointwise op reading its result,
+another reduction, the stored output. Run op by op, every op streams all rows through the
+caches again (layer norm: four passes over 4 MiB) and forks OpenMP threads once per op.
+Here, when every op of a kernel is *row-aligned*, the whole chain runs row by row instead:
+
+    scf.forall (%i0, ..., %ik-1) in (P0, ..., Pk-1) shared_outs(%o = ...)   (scf.for below
+      every op of the kernel on the [1, ..., 1, n...] slice of row (%i...)   the grain)
+      parallel_insert_slice the row of each stored value into its output
+
+so a row is read from memory once and re-read from L1/L2 by the later ops, and the kernel
+forks once. The per-row ops keep their bodies and maps (their row loops now have size 1),
+so vector_reduce.py and tile_pointwise.py vectorize them as before.
+
+Row-aligned, for the leading k loops (k = the number of parallel loops before the reduced
+ones, the same for every reduction of the kernel, k >= 1):
+  * every linalg.generic has k leading parallel loops of sizes P, and each operand's map
+    either starts with d0..dk-1 and uses them nowhere else (a row-sliced operand, its
+    tensor's leading dims are P) or uses none of them (an invariant operand: a weight, a
+    constant, defined outside the rows);
+  * linalg.fill and tensor.empty of row-shaped tensors; constants and kernel inputs
+    (bufferization.to_tensor) stay outside; row values leave only through the kernel's
+    outputs (bufferization.materialize_in_destination).
+The decision is recorded as `lamina.row_dims = k` on the kernel function (0: not
+row-blocked); set it to 0 in the IR and replay lamina-tile-cpu to keep the op-by-op form.
+"""
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import arith, scf, tensor
+
+from ..dialect import types as T
+from .tile_pointwise import GRAIN, threads
+
+ROW_DIMS = "lamina.row_dims"
+_OUTSIDE = ("arith.constant", "bufferization.to_tensor")
+
+
+def _kinds(op) -> list[str]:
+    return ["reduction" if "reduction" in str(a) else "parallel" for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+def _maps(op) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _dims_used(expr) -> set[int]:
+    """Loop dims an affine expression reads (through its printed form: dN)."""
+    import re
+
+    return {int(d) for d in re.findall(r"d(\d+)", str(expr))}
+
+
+def _static_shape(v: ir.Value) -> list[int] | None:
+    if not isinstance(v.type, ir.RankedTensorType):
+        return None
+    t = ir.RankedTensorType(v.type)
+    return list(t.shape) if t.has_static_shape else None
+
+
+def _operand_kind(m: ir.AffineMap, k: int) -> str | None:
+    """'row' (results 0..k-1 are d0..dk-1, used nowhere else), 'invariant' (no d<k), or None."""
+    res = list(m.results)
+    if len(res) >= k and all(isinstance(res[i], ir.AffineDimExpr) and ir.AffineDimExpr(res[i]).position == i
+                             for i in range(k)):
+        if all(not (_dims_used(e) & set(range(k))) for e in res[k:]):
+            return "row"
+    if all(not (_dims_used(e) & set(range(k))) for e in res):
+        return "invariant"
+    return None
+
+
+def _row_dims(ops) -> int:
+    """k of the kernel's reductions (0 when they disagree or there are none)."""
+    ks = set()
+    for op in ops:
+        if op.name == "linalg.generic" and "reduction" in _kinds(op):
+            kinds = _kinds(op)
+            ks.add(kinds.index("reduction"))
+    return ks.pop() if len(ks) == 1 else 0
+
+
+def _row_shape(ops, k: int) -> list[int] | None:
+    """The sizes of the row loops, from the first reduction."""
+    for op in ops:
+        if op.name == "linalg.generic" and "reduction" in _kinds(op):
+            for v, m in zip(list(op.operands), _maps(op)):
+                shape = _static_shape(v)
+                if _operand_kind(m, k) == "row" and shape is not None:
+                    return shape[:k]
+    return None
+
+
+class _Plan:
+    def __init__(self, k: int, rows: list[int]):
+        self.k, self.rows = k, rows
+        self.row_ops: list = []       # ops recomputed per row, in program order
+        self.stored: list = []        # row values read outside the rows (kernel outputs)
+        self.post_ops: list = []      # reshapes of stored values (moved after the loop)
+
+
+_EXITS = ("bufferization.materialize_in_destination", "func.return")
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
+
+def _row_positions(m: ir.AffineMap, k: int) -> list[int | None] | None:
+    """Per map result: the row dim it reads (d_i, i < k), or None for a result free of row
+    dims; None overall when a result mixes a row dim into an expression or repeats one."""
+    out, seen = [], set()
+    for e in m.results:
+        used = _dims_used(e) & set(range(k))
+        if not used:
+            out.append(None)
+            continue
+        if not isinstance(e, ir.AffineDimExpr) or len(used) != 1:
+            return None
+        d = ir.AffineDimExpr(e).position
+        if d in seen:
+            return None
+        seen.add(d)
+        out.append(d)
+    return out
+
+
+def _is_standard_row(pos: list[int | None], k: int) -> bool:
+    """The row form of row values: results 0..k-1 are d0..dk-1, no row dims after them."""
+    return len(pos) >= k and pos[:k] == list(range(k)) and all(p is None for p in pos[k:])
+
+
+def _row_aligned(op, k: int, rows: list[int], row_values: set) -> bool:
+    """A linalg.generic that runs per row: k leading parallel loops of sizes `rows`, outputs
+    in the row form, inputs sliceable per row (row values only in the row form)."""
+    kinds = _kinds(op)
+    if len(kinds) < k or any(x != "parallel" for x in kinds[:k]):
+        return False
+    operands = list(op.operands)
+    n_in = len(operands) - len(op.results)
+    for i, (v, m) in enumerate(zip(operands, _maps(op))):
+        pos = _row_positions(m, k)
+        shape = _static_shape(v)
+        if pos is None or shape is None:
+            return False
+        if any(p is not None and shape[j] != rows[p] for j, p in enumerate(pos)):
+            return False
+        if (i >= n_in or v in row_values) and not _is_standard_row(pos, k):
+            return False
+    return True
+
+
+def analyze(func_op) -> _Plan | None:
+    """The row-blocking plan of one kernel, or None when it is not row-aligned.
+
+    Ops that read no row value and do not run per row (a causal mask built from iotas,
+    a reshape of an input) stay outside the loop, computed once; reshapes of stored values
+    move after it."""
+    block = func_op.regions[0].blocks[0]
+    ops = [op.operation for op in block.operations]
+    k = _row_dims(ops)
+    if k == 0:
+        return None
+    rows = _row_shape(ops, k)
+    if rows is None:
+        return None
+    row_values: set = set()
+    plan = _Plan(k, rows)
+    for op in ops:
+        name = op.name
+        if name in _OUTSIDE or name in _EXITS:
+            continue
+        reads_rows = any(v in row_values for v in op.operands)
+        if name == "tensor.empty":
+            shape = _static_shape(op.results[0])
+            if shape is not None and len(shape) >= k and shape[:k] == rows:
+                plan.row_ops.append(op)
+                row_values.add(op.results[0])
+            continue   # an empty of another shape: an init outside the rows
+        if name == "linalg.fill":
+            if reads_rows:
+                plan.row_ops.append(op)
+                row_values.add(op.results[0])
+            continue
+        if name in _RESHAPES:
+            if reads_rows:
+                if any(u.owner.name not in _EXITS for u in op.results[0].uses):
+                    return None
+                plan.post_ops.append(op)
+            continue
+        if name == "linalg.generic" and _row_aligned(op, k, rows, row_values):
+            plan.row_ops.append(op)
+            row_values.update(op.results)
+            continue
+        if not reads_rows and (name.startswith(("linalg.", "tensor.", "arith."))):
+            continue   # computed once, outside the rows
+        return None
+    if not any(op.name == "linalg.generic" for op in plan.row_ops):
+        return None
+    # Row values may leave the rows only as kernel outputs (possibly through a reshape).
+    for op in plan.row_ops:
+        for r in op.results:
+            outside = [u.owner for u in r.uses if u.owner not in plan.row_ops]
+            if any(u.name not in _EXITS and u not in plan.post_ops for u in outside):
+                return None
+            if outside and r not in plan.stored:
+                plan.stored.append(r)
+    if not plan.stored:
+        return None
+    return plan
+
+
+def _idx(i: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), i)
+
+
+def _row_slice(v: ir.Value, ivs: list[ir.Value], k: int, pos: list[int | None] | None = None) -> ir.Value:
+    """The slice of `v` that row `ivs` reads: tensor dim j fixed to ivs[pos[j]] where pos[j]
+    is a row dim (default: the row form, dims 0..k-1), whole elsewhere."""
+    t = ir.RankedTensorType(v.type)
+    shape = list(t.shape)
+    pos = pos if pos is not None else list(range(k)) + [None] * (len(shape) - k)
+    sizes = [1 if p is not None else s for p, s in zip(pos, shape)]
+    rt = ir.RankedTensorType.get(sizes, t.element_type)
+    offsets = [T.DYNAMIC if p is not None else 0 for p in pos]
+    dyn = [ivs[p] for p in pos if p is not None]
+    return tensor.extract_slice(rt, v, dyn, [], [], offsets, sizes, [1] * len(shape))
+
+
+def _row_type(t: ir.Type, k: int) -> ir.Type:
+    rt = ir.RankedTensorType(t)
+    return ir.RankedTensorType.get([1] * k + list(rt.shape)[k:], rt.element_type)
+
+
+def _offset_row_indices(op, ivs: list[ir.Value], k: int) -> None:
+    """linalg.index d (d < k) in a per-row body counts from the row, not from 0: add the row."""
+    indices = []
+
+    def collect(o):
+        if o.name == "linalg.index" and int(ir.IntegerAttr(o.attributes["dim"]).value) < k:
+            indices.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(collect)
+    for ix in indices:
+        d = int(ir.IntegerAttr(ix.attributes["dim"]).value)
+        uses = list(ix.results[0].uses)
+        with ir.InsertionPoint.after(ix), ix.location:
+            shifted = arith.addi(ix.results[0], ivs[d])
+        for u in uses:
+            u.owner.operands[u.operand_number] = shifted
+
+
+def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value]) -> list[ir.Value]:
+    """Clone the row ops for row `ivs`; returns the row slice of each stored value.
+    `dests`: the output tensors the stored values are inserted into (their row slices become
+    the stored ops' inits, so the ops write the output rows in place)."""
+    k = plan.k
+    env: dict = {}
+    slices: dict = {}
+    stored_dest = {}
+    for v, d in zip(plan.stored, dests):
+        stored_dest[v] = d
+
+    def row_of(v, pos=None):
+        if v in env:
+            return env[v]
+        key = (v, None if pos is None else tuple(pos))
+        if key not in slices:
+            slices[key] = _row_slice(v, ivs, k, pos)
+        return slices[key]
+
+    for op in plan.row_ops:
+        if op.name == "tensor.empty":
+            rt = ir.RankedTensorType(_row_type(op.results[0].type, k))
+            env[op.results[0]] = tensor.empty(list(rt.shape), rt.element_type)
+            continue
+        # The row operands first (their slices must dominate the clone).
+        replace: dict[int, ir.Value] = {}
+        if op.name == "linalg.fill":
+            replace[1] = row_of(op.operands[1])
+        else:
+            for i, (v, m) in enumerate(zip(list(op.operands), _maps(op))):
+                pos = _row_positions(m, k)
+                if any(p is not None for p in pos):
+                    replace[i] = row_of(v, pos)
+            n_in = len(op.operands) - len(op.results)
+            for j, r in enumerate(op.results):
+                init = op.operands[n_in + j]
+                if r in stored_dest and isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty":
+                    replace[n_in + j] = _row_slice(stored_dest[r], ivs, k)
+        new = op.clone()
+        for i, v in replace.items():
+            new.operands[i] = v
+        if op.name != "linalg.fill":
+            _offset_row_indices(new, ivs, k)
+        for old_r, new_r in zip(op.results, new.results):
+            new_r.set_type(_row_type(old_r.type, k))
+            env[old_r] = new_r
+    return [env[v] for v in plan.stored]
+
+
+def _parallel(plan: _Plan) -> bool:
+    work = max(math.prod(_static_shape(r) or [0]) for op in plan.row_ops for r in op.results)
+    return threads() > 1 and math.prod(plan.rows) >= 2 and work >= GRAIN
+
+
+def apply(func_op, plan: _Plan) -> ir.Block:
+    """Build the row loop(s) after the last row op; returns the block holding the per-row ops."""
+    k, rows = plan.k, plan.rows
+    last = plan.row_ops[-1]
+    loc = last.location
+    with ir.InsertionPoint.after(last), loc:
+        inits = [tensor.empty(list(ir.RankedTensorType(v.type).shape), ir.RankedTensorType(v.type).element_type)
+                 for v in plan.stored]
+        if _parallel(plan):
+            loop = scf.ForallOp([0] * k, list(rows), [1] * k, inits)
+            with ir.InsertionPoint(loop.body):
+                ivs = list(loop.induction_variables)
+                outs = list(loop.inner_iter_args)
+                row_vals = _emit_rows(plan, ivs, outs)
+                term = loop.terminator()
+                with ir.InsertionPoint(term.block):
+                    for rv, o in zip(row_vals, outs):
+                        shape = list(ir.RankedTensorType(o.type).shape)
+                        tensor.parallel_insert_slice(rv, o, list(ivs), [], [], [T.DYNAMIC] * k + [0] * (len(shape) - k),
+                                                     [1] * k + shape[k:], [1] * len(shape))
+            results, body = list(loop.results), loop.body
+        else:
+            results, body = _serial_loops(plan, inits)
+    for v, r in zip(plan.stored, results):
+        uses = [u for u in v.uses if u.owner.name in _EXITS or u.owner in plan.post_ops]
+        for u in uses:
+            u.owner.operands[u.operand_number] = r
+    after = results[0].owner
+    for op in plan.post_ops:   # reshapes of the results: after the loop that defines them
+        op.move_after(after)
+        after = op
+    for op in reversed(plan.row_ops):
+        op.erase()
+    func_op.attributes[ROW_DIMS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k)
+    return body
+
+
+def _serial_loops(plan: _Plan, inits: list[ir.Value]):
+    """Nested scf.for over the row dims (below the grain: no OpenMP fork)."""
+    k, rows = plan.k, plan.rows
+    ivs: list[ir.Value] = []
+    bodies: list[ir.Block] = []
+
+    def build(d: int, carried: list[ir.Value]):
+        loop = scf.ForOp(_idx(0), _idx(rows[d]), _idx(1), carried)
+        with ir.InsertionPoint(loop.body):
+            ivs.append(loop.induction_variable)
+            inner_carried = list(loop.inner_iter_args)
+            if d == k - 1:
+                bodies.append(loop.body)
+                row_vals = _emit_rows(plan, ivs, inner_carried)
+                new = []
+                for rv, o in zip(row_vals, inner_carried):
+                    shape = list(ir.RankedTensorType(o.type).shape)
+                    new.append(tensor.insert_slice(rv, o, list(ivs), [], [], [T.DYNAMIC] * k + [0] * (len(shape) - k),
+                                                   [1] * k + shape[k:], [1] * len(shape)))
+                scf.YieldOp(new)
+            else:
+                scf.YieldOp(list(build(d + 1, inner_carried).results))
+        return loop
+
+    outer = build(0, inits)
+    return list(outer.results), bodies[0]
+
+
+def row_block(func_op) -> ir.Block | None:
+    """Row-block one kernel when it is row-aligned (and `lamina.row_dims` does not say 0);
+    returns the block of per-row ops, or None (the kernel is unchanged)."""
+    if ROW_DIMS in func_op.attributes and int(ir.IntegerAttr(func_op.attributes[ROW_DIMS]).value) == 0:
+        return None
+    plan = analyze(func_op)
+    if plan is None:
+        if ROW_DIMS not in func_op.attributes:
+            func_op.attributes[ROW_DIMS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
+        return None
+    return apply(func_op, plan)
