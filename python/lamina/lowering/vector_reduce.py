@@ -11,10 +11,16 @@ per row) into an all-parallel generic over the rows whose body reduces one row w
         acc[u] = body(x[r, j + u*L : +L], acc[u])   G's own body, applied lane-wise
     for j in .. N step L:                           the tail: masked reads, masked update
         acc[0] = select(mask, body(x[r, j:], acc[0]), acc[0])
-    merge the sets, then the lanes: max/min/add via vector.reduction; compensated pairs
-    through TwoSum, so the row sum keeps the accumulation contract (docs/ir-levels.md)
+    merge the sets, then the lanes: max/min/add via vector.reduction
 
-so each lane is its own compensated (or plain) accumulator over N/L elements, and the new
+Compensated sums (`lamina.accumulate = "compensated"`) are chunked instead: the U sets are
+plain lane partials of the body's addend over CHUNK unrolled steps (one add per element),
+each chunk is folded into a compensated lane pair (S, C) with TwoSum, and the lanes of
+(S, C) merge as a TwoSum tree (halving the vector), so the row sum keeps the accumulation
+contract (docs/ir-levels.md) at the cost of a plain sum: every lane partial is a sum of at
+most CHUNK terms, and the chunks are summed with compensation.
+
+so each lane is its own accumulator over N/L elements, and the new
 row generic is tiled over rows like any elementwise op (parallel above the grain). It is
 marked `lamina.vector_reduction = L` and gets `lamina.vector_sizes = array<i64: 1>` (one row
 per step: its body is the vector code). Reductions that do not fit (integer accumulators,
