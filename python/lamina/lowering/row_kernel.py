@@ -302,7 +302,10 @@ def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value]) -> list[
 
 
 def _parallel(plan: _Plan) -> bool:
-    work = max(math.prod(_static_shape(r) or [0]) for op in plan.row_ops for r in op.results)
+    # The largest tensor a row op reads or writes (a row sum's work is its input, not its
+    # [rows, 1] result).
+    work = max(math.prod(_static_shape(v) or [0]) for op in plan.row_ops
+               for v in list(op.operands) + list(op.results))
     return threads() > 1 and math.prod(plan.rows) >= 2 and work >= GRAIN
 
 
