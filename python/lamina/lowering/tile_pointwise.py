@@ -222,6 +222,22 @@ def _dense(xs) -> str:
     return "array<i64: " + ", ".join(str(x) for x in xs) + ">"
 
 
+def peel_loops(loops: list[str]) -> list[str]:
+    """Transform-script lines that peel each scf.for handle in `loops` (a loop whose trip
+    count divides evenly cannot be peeled, a silenceable failure: suppressed)."""
+    if not loops:
+        return []
+    return [f'%loops = transform.merge_handles {", ".join(loops)} : !transform.any_op',
+            '%floops = transform.cast %loops : !transform.any_op to !transform.op<"scf.for">',
+            'transform.foreach %floops : !transform.op<"scf.for"> {\n'
+            '^bb0(%l: !transform.op<"scf.for">):\n'
+            '  transform.sequence %l : !transform.op<"scf.for"> failures(suppress) {\n'
+            '  ^bb1(%l1: !transform.op<"scf.for">):\n'
+            '    %main, %rem = transform.loop.peel %l1 : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)\n'
+            '  }\n'
+            '}']
+
+
 def build_pointwise_schedule(items: list[dict]) -> str:
     A = "!transform.any_op"
     body = []
@@ -242,18 +258,9 @@ def build_pointwise_schedule(items: list[dict]) -> str:
             vec_loops += [f"%l{t}_{j}" for j, x in enumerate(x for x in it["inner"] if x) if x > 1]
         elif it["inner"][-1] > 1:
             vec_loops.append(f"%l{t}_{n - 1}")
-    if vec_loops:
-        # Peel the vector loop: full tiles get static shapes (plain vectors), the remainder a
-        # dynamic one (masked). A loop that divides evenly cannot be peeled: suppressed.
-        body.append(f'%loops = transform.merge_handles {", ".join(vec_loops)} : {A}')
-        body.append('%floops = transform.cast %loops : !transform.any_op to !transform.op<"scf.for">')
-        body.append('transform.foreach %floops : !transform.op<"scf.for"> {\n'
-                    '^bb0(%l: !transform.op<"scf.for">):\n'
-                    '  transform.sequence %l : !transform.op<"scf.for"> failures(suppress) {\n'
-                    '  ^bb1(%l1: !transform.op<"scf.for">):\n'
-                    '    %main, %rem = transform.loop.peel %l1 : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)\n'
-                    '  }\n'
-                    '}')
+    # Peel the vector loops: full tiles get static shapes (plain vectors), the remainder a
+    # dynamic one (masked).
+    body += peel_loops(vec_loops)
     body.append('transform.apply_patterns to %f {\n  transform.apply_patterns.canonicalization\n} : !transform.any_op')
     for sizes in sorted({tuple(it["inner"]) for it in items if it["inner"] is not None}):
         k = "_".join(str(x) for x in sizes)

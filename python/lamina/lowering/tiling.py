@@ -42,13 +42,11 @@ from mlir.dialects.transform import interpreter
 
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
-from .tile_pointwise import build_pointwise_schedule, plan_pointwise, vector_lanes
+from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
+                             peel_loops, plan_pointwise, vector_lanes)
 from .row_kernel import row_block
 from .vector_reduce import vectorize_reductions
 
-TILE_SIZES = "lamina.tile_sizes"
-VECTOR_SIZES = "lamina.vector_sizes"
-TILE_ID = "lamina.tile_id"
 
 # Defaults for f32: 64x64 output tiles per OpenMP task (A/B panels of 64xK stay in L2 for K
 # up to a few thousand) and a register tile (the accumulator) that fits the vector registers:
@@ -126,10 +124,6 @@ def _default_sizes(kinds: list[str], out_dims: list[int]) -> tuple[list[int], li
     return outer, inner
 
 
-def _i64s(attr) -> list[int]:
-    return list(ir.DenseI64ArrayAttr(attr))
-
-
 def _elementwise_root(c) -> object | None:
     """The unique user of C's result when it is an all-parallel linalg.generic whose loops
     are C's output dims in order (identity output map, same shape): the epilogue to tile
@@ -160,13 +154,6 @@ def _elementwise_root(c) -> object | None:
 
 
 # ---- the schedule -------------------------------------------------------------------------------
-
-def _arr(xs) -> str:
-    return "[" + ", ".join(str(x) for x in xs) + "]"
-
-
-def _dense(xs) -> str:
-    return "array<i64: " + ", ".join(str(x) for x in xs) + ">"
 
 
 def _any(n: int) -> str:
@@ -216,18 +203,8 @@ def build_schedule(items: list[dict]) -> str:
             body.append(f'%{tag}v{t}, {ls} = transform.structured.tile_using_for {h} tile_sizes {_arr(sizes)} : ({A}) -> ({_any(1 + len(nzz))})')
             loops += [f"%l{tag}{t}_{j}" for j, x in enumerate(nzz) if x > 1]
     # Peel every register-tile loop over a parallel dim: full tiles get static shapes (plain
-    # vectors), the remainders keep dynamic shapes (masked vectors). A loop whose trip count
-    # divides evenly cannot be peeled (a silenceable failure): suppressed, nothing to do.
-    if loops:
-        body.append(f'%loops = transform.merge_handles {", ".join(loops)} : {A}')
-        body.append('%floops = transform.cast %loops : !transform.any_op to !transform.op<"scf.for">')
-        body.append('transform.foreach %floops : !transform.op<"scf.for"> {\n'
-                    '^bb0(%l: !transform.op<"scf.for">):\n'
-                    '  transform.sequence %l : !transform.op<"scf.for"> failures(suppress) {\n'
-                    '  ^bb1(%l1: !transform.op<"scf.for">):\n'
-                    '    %main, %rem = transform.loop.peel %l1 : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)\n'
-                    '  }\n'
-                    '}')
+    # vectors), the remainders keep dynamic shapes (masked vectors).
+    body += peel_loops(loops)
     body.append('transform.apply_patterns to %f {\n  transform.apply_patterns.canonicalization\n} : !transform.any_op')
     # Vectorize only what was tiled: the static ops inside the outer tiles (vector.contract for
     # C), then the remainders, masked. vectorize_children_and_apply_patterns on the whole
