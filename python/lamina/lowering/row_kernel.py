@@ -29,6 +29,7 @@ row-blocked); set it to 0 in the IR and replay lamina-tile-cpu to keep the op-by
 from __future__ import annotations
 
 import math
+import re
 
 from mlir import ir
 from mlir.dialects import arith, scf, tensor
@@ -50,8 +51,6 @@ def _maps(op) -> list[ir.AffineMap]:
 
 def _dims_used(expr) -> set[int]:
     """Loop dims an affine expression reads (through its printed form: dN)."""
-    import re
-
     return {int(d) for d in re.findall(r"d(\d+)", str(expr))}
 
 
@@ -62,25 +61,10 @@ def _static_shape(v: ir.Value) -> list[int] | None:
     return list(t.shape) if t.has_static_shape else None
 
 
-def _operand_kind(m: ir.AffineMap, k: int) -> str | None:
-    """'row' (results 0..k-1 are d0..dk-1, used nowhere else), 'invariant' (no d<k), or None."""
-    res = list(m.results)
-    if len(res) >= k and all(isinstance(res[i], ir.AffineDimExpr) and ir.AffineDimExpr(res[i]).position == i
-                             for i in range(k)):
-        if all(not (_dims_used(e) & set(range(k))) for e in res[k:]):
-            return "row"
-    if all(not (_dims_used(e) & set(range(k))) for e in res):
-        return "invariant"
-    return None
-
-
 def _row_dims(ops) -> int:
     """k of the kernel's reductions (0 when they disagree or there are none)."""
-    ks = set()
-    for op in ops:
-        if op.name == "linalg.generic" and "reduction" in _kinds(op):
-            kinds = _kinds(op)
-            ks.add(kinds.index("reduction"))
+    ks = {_kinds(op).index("reduction") for op in ops
+          if op.name == "linalg.generic" and "reduction" in _kinds(op)}
     return ks.pop() if len(ks) == 1 else 0
 
 
@@ -90,7 +74,8 @@ def _row_shape(ops, k: int) -> list[int] | None:
         if op.name == "linalg.generic" and "reduction" in _kinds(op):
             for v, m in zip(list(op.operands), _maps(op)):
                 shape = _static_shape(v)
-                if _operand_kind(m, k) == "row" and shape is not None:
+                pos = _row_positions(m, k)
+                if shape is not None and pos is not None and _is_standard_row(pos, k):
                     return shape[:k]
     return None
 
@@ -228,6 +213,12 @@ def _row_slice(v: ir.Value, ivs: list[ir.Value], k: int, pos: list[int | None] |
     return tensor.extract_slice(rt, v, dyn, [], [], offsets, sizes, [1] * len(shape))
 
 
+def _row_placement(dest: ir.Value, k: int) -> tuple[list[int], list[int], list[int]]:
+    """Static offsets, sizes and strides of a row (ivs as the k dynamic offsets) in `dest`."""
+    shape = list(ir.RankedTensorType(dest.type).shape)
+    return [T.DYNAMIC] * k + [0] * (len(shape) - k), [1] * k + shape[k:], [1] * len(shape)
+
+
 def _row_type(t: ir.Type, k: int) -> ir.Type:
     rt = ir.RankedTensorType(t)
     return ir.RankedTensorType.get([1] * k + list(rt.shape)[k:], rt.element_type)
@@ -259,9 +250,7 @@ def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value]) -> list[
     k = plan.k
     env: dict = {}
     slices: dict = {}
-    stored_dest = {}
-    for v, d in zip(plan.stored, dests):
-        stored_dest[v] = d
+    stored_dest = dict(zip(plan.stored, dests))
 
     def row_of(v, pos=None):
         if v in env:
@@ -326,9 +315,7 @@ def apply(func_op, plan: _Plan) -> ir.Block:
                 term = loop.terminator()
                 with ir.InsertionPoint(term.block):
                     for rv, o in zip(row_vals, outs):
-                        shape = list(ir.RankedTensorType(o.type).shape)
-                        tensor.parallel_insert_slice(rv, o, list(ivs), [], [], [T.DYNAMIC] * k + [0] * (len(shape) - k),
-                                                     [1] * k + shape[k:], [1] * len(shape))
+                        tensor.parallel_insert_slice(rv, o, list(ivs), [], [], *_row_placement(o, k))
             results, body = list(loop.results), loop.body
         else:
             results, body = _serial_loops(plan, inits)
@@ -360,11 +347,8 @@ def _serial_loops(plan: _Plan, inits: list[ir.Value]):
             if d == k - 1:
                 bodies.append(loop.body)
                 row_vals = _emit_rows(plan, ivs, inner_carried)
-                new = []
-                for rv, o in zip(row_vals, inner_carried):
-                    shape = list(ir.RankedTensorType(o.type).shape)
-                    new.append(tensor.insert_slice(rv, o, list(ivs), [], [], [T.DYNAMIC] * k + [0] * (len(shape) - k),
-                                                   [1] * k + shape[k:], [1] * len(shape)))
+                new = [tensor.insert_slice(rv, o, list(ivs), [], [], *_row_placement(o, k))
+                       for rv, o in zip(row_vals, inner_carried)]
                 scf.YieldOp(new)
             else:
                 scf.YieldOp(list(build(d + 1, inner_carried).results))

@@ -233,20 +233,10 @@ class _BodyCloner:
         return vector.broadcast(self.vtype(v.type), v)
 
 
-def _merge_lanes(mode: str, accs: list[list[ir.Value]], lanes: int) -> list[ir.Value]:
-    """The row's result(s) from UNROLL sets of lane accumulators."""
+def _merge_lanes(mode: str, accs: list[list[ir.Value]]) -> list[ir.Value]:
+    """The row's result from UNROLL sets of single-accumulator lane partials (compensated
+    sums merge in _chunked_compensated_sum)."""
     f32 = ir.F32Type.get()
-    if mode == "compensated":
-        s, c = accs[0]
-        for s_u, c_u in accs[1:]:
-            s, c = two_sum_step(s_u, s, c)
-            s, c = two_sum_step(c_u, s, c)
-        total_s, total_c = arith.constant(f32, 0.0), arith.constant(f32, 0.0)
-        for lane in range(lanes):
-            for v in (s, c):
-                x = vector.extract(v, [], [lane])
-                total_s, total_c = two_sum_step(x, total_s, total_c)
-        return [total_s, total_c]
     combine = {"add": arith.addf, "maximumf": arith.maximumf, "minimumf": arith.minimumf, "mul": arith.mulf}[mode]
     acc = accs[0][0]
     for other in accs[1:]:
@@ -333,7 +323,7 @@ def rewrite(op, facts: dict) -> None:
                     upd = cloner(read(j, mask) + old)
                     scf.YieldOp([arith.select(mask, a, b) for a, b in zip(upd, old)])
                 sets[0] = list(tail.results)
-            linalg.YieldOp(_merge_lanes(facts["mode"], sets, lanes))
+            linalg.YieldOp(_merge_lanes(facts["mode"], sets))
     _finish(op, gen)
 
 
@@ -355,7 +345,6 @@ def _chunked_compensated_sum(cloner, read, addend: ir.Value, n: int, lanes: int)
     zero = _splat(vf32, ir.FloatAttr.get(f32, 0.0))
     step = lanes * UNROLL
     chunk = step * CHUNK
-    n_args = len(cloner.args)
 
     def term(j, mask=None):
         y = cloner(read(j, mask) + [zero, zero], [addend])[0]
@@ -375,7 +364,6 @@ def _chunked_compensated_sum(cloner, read, addend: ir.Value, n: int, lanes: int)
             S, C = two_sum_step(p, S, C)
         return S, C
 
-    assert n_args >= 2
     S, C = zero, zero
     chunks_end = n - n % chunk
     if chunks_end:
