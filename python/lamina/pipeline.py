@@ -4,10 +4,12 @@
     2. fuse      (L2) lamina-fuse: `lamina.kernel = N` on every op (user labels win)
     2b. widen    (L2) lamina-widen-low-precision: f16/bf16 ops compute in f32 inside a kernel,
                       rounded once where values leave it
-    3. outline   (L2) lamina-outline-kernels: one func per kernel, calls in the graph func;
-                      the launch plan is read off the graph func here
+    3. outline   (L2) lamina-outline-kernels: one func per kernel, calls in the graph func
+    3b. plan     (L4) lamina-plan-memory: each kernel result in an output buffer or at an
+                      offset of one per-graph arena (liveness); the launch plan is read here
     4. linalg    (L3) lamina-to-linalg (with lamina-decompose): kernels on linalg tensors
-    5. abi       (L4) lamina-kernel-abi: destination-passing memref kernels
+    5. abi       (L4) lamina-kernel-abi: destination-passing memref kernels, and the graph
+                      function as the one native entry that calls them
     5b. schedule (L4) the target's loop schedules (CPU: lamina-tile-cpu tiles and vectorizes
                       contraction kernels; decisions recorded as lamina.tile_sizes attrs)
     6. target    (L5) the target's lowering (CPU: passes/cpu.pipeline -> LLVM dialect)
@@ -67,9 +69,20 @@ def graph_function(module: ir.Module):
     return graphs[0]
 
 
+def mark_strided_inputs(graph_func, indices) -> None:
+    """`lamina.layout = "strided"` on graph arguments whose tensors are views (lamina-kernel-abi
+    gives them, and the kernel arguments they feed, a strided memref type)."""
+    from .lowering.kernel_abi import LAYOUT_ATTR, _set_arg_attr
+
+    for i in sorted(indices):
+        _set_arg_attr(graph_func, i, LAYOUT_ATTR, ir.StringAttr.get("strided"))
+
+
 def compile_module(module: ir.Module, *, target: str = "cpu", strided_args=frozenset(),
                    dump_dir: str | None = None, keep_ir: bool = False) -> CompileResult:
-    """Compile a module holding one lamina graph function into a CompiledGraph."""
+    """Compile a module holding one lamina graph function into a CompiledGraph.
+
+    `strided_args`: indices of graph arguments whose tensors are not contiguous."""
     with module.context, ir.Location.unknown(module.context):
         return _compile_module(module, target, strided_args, dump_dir, keep_ir)
 
@@ -79,6 +92,7 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
     dump_dir = dump_dir or os.environ.get("LAMINA_DUMP_IR")
     result = CompileResult(compiled=None)
     graph_name = ir.StringAttr(graph_function(module).attributes["sym_name"]).value
+    mark_strided_inputs(graph_function(module), strided_args)
     counter = [0]
 
     def stage(name, fn):
@@ -108,9 +122,8 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
     stage("fuse", lambda: run_pass("lamina-fuse", module))
     stage("widen", lambda: run_pass("lamina-widen-low-precision", module))
     stage("outline", lambda: run_pass("lamina-outline-kernels", module))
-    graph = graph_function(module)
-    plan = extract_launch_plan(graph, set(strided_args))
-    graph.operation.erase()  # the runtime executes the plan; kernels are what gets compiled
+    stage("plan", lambda: run_pass("lamina-plan-memory", module))
+    plan = extract_launch_plan(graph_function(module))
     stage("linalg", lambda: run_pass("lamina-to-linalg", module))
     stage("abi", lambda: run_pass("lamina-kernel-abi", module))
     if hasattr(tgt, "schedule"):

@@ -1,23 +1,40 @@
 // RUN: lamina-opt %s --lamina-kernel-abi | FileCheck %s
 
 // Kernels take memrefs (inputs, then one output per result) and return nothing: results are
-// materialized into the runtime's buffers. A `lamina.layout = "strided"` argument gets a
-// fully dynamic strided layout (a transposed or sliced torch tensor). The graph function is
-// replaced by its launch plan, kept as a module attribute.
-// CHECK: module attributes {lamina.launch_plan = "inputs: %0..%1\0A%2: [4, 8]xf32 = g_kernel_0(%0, %1)\0Areturn %2"}
-// CHECK-NOT: lamina.graph
-// CHECK: func.func @g_kernel_0(%[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<4x8xf32, strided<[?, ?], offset: ?>>, %[[OUT:.*]]: memref<4x8xf32>)
-// CHECK-SAME: llvm.emit_c_interface
-// CHECK: %[[TA:.*]] = bufferization.to_tensor %[[A]] restrict
-// CHECK: %[[TB:.*]] = bufferization.to_tensor %[[B]] restrict
-// CHECK: %[[R:.*]] = arith.addf %[[TA]], %[[TB]]
-// CHECK: bufferization.materialize_in_destination %[[R]] in restrict writable %[[OUT]]
+// materialized into the buffers they are given. The graph function becomes the one native
+// entry point: graph inputs, one output buffer per returned kernel result, and the arena
+// that holds the other results (at the offsets of the memory plan, planned here because
+// this IR has none). A strided graph input (`lamina.layout = "strided"`) is a strided
+// memref, and so is every kernel argument it feeds; kernels become private functions.
+
+// CHECK-LABEL: func.func @g(
+// CHECK-SAME: %[[A:[a-z0-9]+]]: memref<4x8xf32>, %[[B:[a-z0-9]+]]: memref<4x8xf32, strided<[?, ?], offset: ?>>,
+// CHECK-SAME: %[[OUT:[a-z0-9]+]]: memref<4x8xf32>, %[[ARENA:[a-z0-9]+]]: memref<128xi8>)
+// CHECK-SAME: lamina.arena_bytes = 128 : i64, lamina.graph, llvm.emit_c_interface
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[T:.*]] = memref.view %[[ARENA]][%[[C0]]][] : memref<128xi8> to memref<4x8xf32>
+// CHECK: call @g_kernel_0(%[[A]], %[[B]], %[[T]])
+// CHECK: call @g_kernel_1(%[[T]], %[[A]], %[[OUT]])
 // CHECK-NEXT: return
-func.func @g(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {lamina.graph} {
+
+// CHECK: func.func private @g_kernel_0(%[[KA:.*]]: memref<4x8xf32>, %[[KB:.*]]: memref<4x8xf32, strided<[?, ?], offset: ?>>, %[[KOUT:.*]]: memref<4x8xf32>)
+// CHECK-NOT: llvm.emit_c_interface
+// CHECK: %[[TA:.*]] = bufferization.to_tensor %[[KA]] restrict
+// CHECK: %[[TB:.*]] = bufferization.to_tensor %[[KB]] restrict
+// CHECK: %[[R:.*]] = arith.addf %[[TA]], %[[TB]]
+// CHECK: bufferization.materialize_in_destination %[[R]] in restrict writable %[[KOUT]]
+// CHECK-NEXT: return
+// CHECK: func.func private @g_kernel_1(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4x8xf32>)
+func.func @g(%a: tensor<4x8xf32>, %b: tensor<4x8xf32> {lamina.layout = "strided"}) -> tensor<4x8xf32> attributes {lamina.graph} {
   %0 = call @g_kernel_0(%a, %b) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = call @g_kernel_1(%0, %a) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+func.func @g_kernel_0(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {lamina.kernel = 0 : i64} {
+  %0 = arith.addf %a, %b : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
-func.func @g_kernel_0(%a: tensor<4x8xf32>, %b: tensor<4x8xf32> {lamina.layout = "strided"}) -> tensor<4x8xf32> attributes {lamina.kernel = 0 : i64} {
-  %0 = arith.addf %a, %b : tensor<4x8xf32>
+func.func @g_kernel_1(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {lamina.kernel = 1 : i64} {
+  %0 = arith.mulf %a, %b : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }

@@ -294,21 +294,33 @@ class CpuKernelLibrary:
         strides of the arguments whose memrefs have a dynamic strided layout)."""
         return KernelLauncher(self._entry(kernel), list(strided))
 
+    def graph_launcher(self, graph: str, strided: Sequence[bool], arena_bytes: int) -> "KernelLauncher":
+        """The launcher of a graph entry (lamina-kernel-abi): tensors are the graph's inputs
+        then its output buffers; the arena is appended, one per thread, allocated once."""
+        return KernelLauncher(self._entry(graph), list(strided), arena_bytes=arena_bytes)
+
 
 class KernelLauncher:
     """Calls one kernel on tensors (inputs then outputs, in the kernel's argument order).
 
     Sizes and strides of identity-layout arguments are static in the kernel (shapes are
     static per compiled graph), so they are written on a thread's first call only. Each
-    thread gets its own descriptors, so concurrent calls of one graph do not race."""
+    thread gets its own descriptors (and, for a graph entry, its own arena: `arena_bytes`
+    > 0 appends a byte buffer as the last argument), so concurrent calls do not race."""
 
-    def __init__(self, fn, strided: list[bool]):
+    def __init__(self, fn, strided: list[bool], arena_bytes: int | None = None):
         import threading
 
-        self.fn, self.strided = fn, strided
+        self.fn, self.strided, self.arena_bytes = fn, strided, arena_bytes
         self._local = threading.local()
 
     def _state(self, tensors):
+        if self.arena_bytes is not None:
+            import torch
+
+            arena = torch.empty(self.arena_bytes, dtype=torch.uint8)
+            self._local.arena = arena  # alive as long as this thread's descriptors point at it
+            tensors = list(tensors) + [arena]
         descs = [descriptor(t) for t in tensors]
         ptrs = [ctypes.pointer(d) for d in descs]
         packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])

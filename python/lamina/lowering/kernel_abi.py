@@ -9,20 +9,36 @@
       return
     }
 
-so one-shot bufferization writes each result straight into a buffer the runtime
-allocated with torch, and reads inputs in place from torch tensors (zero copy).
-Inputs are contiguous (identity layout) unless the kernel argument carries
-`lamina.layout = "strided"`, which gives a fully dynamic strided layout for torch
-tensors that are views (transposed, sliced). A graph function still in the module is
-replaced by its launch plan, kept readable as the module attribute `lamina.launch_plan`
-(the pipeline reads the plan itself before lowering).
+so one-shot bufferization writes each result straight into a buffer it is given, and
+reads inputs in place (zero copy). Inputs are contiguous (identity layout) unless the
+argument carries `lamina.layout = "strided"`, which gives a fully dynamic strided layout
+for torch tensors that are views (transposed, sliced).
+
+The graph function becomes the one native entry point of the compiled graph, following
+its memory plan (lamina-plan-memory, planned here if the IR has none):
+
+    func.func @g(%a: memref<4x8xf32>, %out0: memref<4x8xf32>, %arena: memref<128xi8>)
+        attributes {lamina.graph, lamina.arena_bytes = 128, llvm.emit_c_interface} {
+      %c0 = arith.constant 0 : index
+      %t = memref.view %arena[%c0][] : memref<128xi8> to memref<4x8xf32>
+      call @g_kernel_0(%a, %t) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+      call @g_kernel_1(%t, %out0) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+      return
+    }
+
+Its arguments are the graph's inputs, one output buffer per distinct kernel result it
+returns (the runtime allocates those; results that are graph inputs are copied by the
+runtime), and the arena. Kernels become private functions the entry calls natively, so a
+graph call is one foreign call. A graph input marked strided makes every kernel argument
+it feeds strided too.
 """
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import bufferization, func
+from mlir.dialects import arith, bufferization, func, memref
 
 from ..transforms.registry import register_pass
+from .memory_plan import read_plan
 
 LAYOUT_ATTR = "lamina.layout"
 
@@ -82,17 +98,100 @@ def to_destination_passing(func_op) -> None:
     func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
 
 
-@register_pass("lamina-kernel-abi", level="L4",
-               description="rewrite kernel functions (lamina.kernel) to destination-passing memref signatures for the runtime")
-def kernel_abi(module: ir.Module, **options) -> None:
-    # A graph function still here (lamina-opt replays) calls kernels by their tensor
-    # signatures: record its launch plan on the module, then drop it, as the pipeline does.
-    from ..runtime.compiled_graph import extract_launch_plan
+def _set_arg_attr(func_op, index: int, name: str, value: ir.Attribute) -> None:
+    n = len(ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value).inputs)
+    old = list(ir.ArrayAttr(func_op.attributes["arg_attrs"])) if "arg_attrs" in func_op.attributes \
+        else [ir.DictAttr.get({})] * n
+    d = {a.name: a.attr for a in ir.DictAttr(old[index])}
+    d[name] = value
+    old[index] = ir.DictAttr.get(d)
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old)
 
-    for op in list(module.body.operations):
-        if op.operation.name == "func.func" and "lamina.graph" in op.attributes:
-            plan = extract_launch_plan(op)
-            module.operation.attributes["lamina.launch_plan"] = ir.StringAttr.get(plan.describe())
-            op.operation.erase()
+
+def graph_functions(module: ir.Module):
+    return [op for op in module.body.operations
+            if op.operation.name == "func.func" and "lamina.graph" in op.attributes]
+
+
+def mark_strided_kernel_args(module: ir.Module, graph_func) -> None:
+    """Kernel arguments fed by a strided graph input take a strided memref too."""
+    block = graph_func.regions[0].blocks[0]
+    strided = {block.arguments[i] for i in range(len(block.arguments)) if _arg_is_strided(graph_func, i)}
+    if not strided:
+        return
+    kernels = {ir.StringAttr(k.attributes["sym_name"]).value: k for k in kernel_functions(module)}
+    for op in block.operations:
+        if op.operation.name != "func.call":
+            continue
+        kernel = kernels[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+        for j, v in enumerate(op.operands):
+            if v in strided:
+                _set_arg_attr(kernel, j, LAYOUT_ATTR, ir.StringAttr.get("strided"))
+
+
+def graph_to_entry(graph_func) -> None:
+    """The outlined graph (calls on tensors) -> the native entry (calls on memrefs, see above)."""
+    bufs, arena_bytes = read_plan(graph_func)
+    block = graph_func.regions[0].blocks[0]
+    ftype = ir.FunctionType(ir.TypeAttr(graph_func.attributes["function_type"]).value)
+    n_in = len(ftype.inputs)
+    loc = graph_func.location
+    ops = [op.operation for op in block.operations]
+    calls, ret = ops[:-1], ops[-1]
+    outputs = sorted((b for b in bufs if b.output is not None), key=lambda b: b.output)
+    by_value = {b.value: b for b in bufs}
+    with loc:
+        in_types = [memref_type(t, _arg_is_strided(graph_func, i)) for i, t in enumerate(ftype.inputs)]
+        out_types = [memref_type(b.value.type) for b in outputs]
+        arena_type = ir.MemRefType.get([arena_bytes], ir.IntegerType.get_signless(8))
+        new_inputs = [block.add_argument(t, loc) for t in in_types]
+        out_args = [block.add_argument(t, loc) for t in out_types]
+        arena = block.add_argument(arena_type, loc)
+    memref_of = dict(zip(list(block.arguments)[:n_in], new_inputs))
+    index = ir.IndexType.get()
+    for call in calls:
+        with ir.InsertionPoint(call), call.location:
+            dests = []
+            for r in call.results:
+                b = by_value[r]
+                if b.output is not None:
+                    dest = out_args[b.output]
+                else:
+                    offset = arith.constant(index, ir.IntegerAttr.get(index, b.offset))
+                    dest = memref.view(memref_type(r.type), arena, offset, [])
+                memref_of[r] = dest
+                dests.append(dest)
+            func.CallOp([], ir.FlatSymbolRefAttr(call.attributes["callee"]),
+                        [memref_of[v] for v in call.operands] + dests)
+    with ir.InsertionPoint(ret), loc:
+        func.ReturnOp([])
+    ret.erase()
+    for call in reversed(calls):
+        call.erase()
+    for _ in range(n_in):
+        block.erase_argument(0)
+    graph_func.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(in_types + out_types + [arena_type], []))
+    for name in ("arg_attrs", "res_attrs"):
+        if name in graph_func.attributes:
+            del graph_func.attributes[name]
+    graph_func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+
+@register_pass("lamina-kernel-abi", level="L4",
+               description="kernels (lamina.kernel) -> destination-passing memref functions; the graph -> "
+                           "one native entry calling them, its buffers from the memory plan")
+def kernel_abi(module: ir.Module, **options) -> None:
+    graphs = graph_functions(module)
+    for g in graphs:
+        mark_strided_kernel_args(module, g)
     for func_op in kernel_functions(module):
         to_destination_passing(func_op)
+        if graphs:  # called natively by the entry: no C interface of its own
+            del func_op.attributes["llvm.emit_c_interface"]
+            func_op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            # internal linkage: once LLVM inlines a kernel into the entry, its body is not
+            # compiled a second time as an exported function
+            func_op.attributes["llvm.linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")
+    for g in graphs:
+        graph_to_entry(g)

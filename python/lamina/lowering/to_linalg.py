@@ -1069,7 +1069,7 @@ def _bools_to_storage_at_exit(module: ir.Module) -> None:
             continue
         with ir.InsertionPoint(call), call.location:
             new = ir.Operation.create("func.call", results=types, operands=operands,
-                                      attributes={a.name: a.attr for a in call.attributes})
+                                      attributes={name: call.attributes[name] for name in call.attributes})
             for old, r in zip(call.results, new.results):
                 old.replace_all_uses_with(_wrap(r, old.type))
         call.erase()

@@ -15,9 +15,13 @@ computes in f32) math ops are left alone.
 
 The methods are the published ones (Cephes / SLEEF style); the constants are Cephes' where
 it has them (expf, logf, sinf, cosf, tanhf) and least-squares fits of our own otherwise
-(expm1, erf; `docs/vector-math.md` says how). No fused multiply-add is used or allowed (no
-`fastmath` flags), so the result is the same on every x86/ARM host and equals, bit for bit,
-the numpy model below (`reference(name, x)`), which the tests use to check the lowering.
+(expm1, erf; `docs/vector-math.md` says how). Polynomials (Horner steps) and the Cody-Waite
+reductions of exp use `math.fma` where the host has a fused multiply-add (x86 FMA3, every
+AArch64; `host_has_fma()`, LAMINA_VECTOR_MATH_FMA=0|1 overrides): half the instructions
+and one rounding per step. Nothing else is fused (no `fastmath` flags), so on hosts with
+the same FMA setting the result is the same, and equals, bit for bit, the numpy model below
+(`reference(name, x, fma=...)`, with an exactly rounded f32 fma), which the tests use to
+check the lowering.
 
 * exp: n = round(x log2 e) (1.5*2^23 trick), Cody-Waite r = x - n ln2 with a 9-bit high
   part (n*LN2_HI exact), Cephes' degree-5 polynomial, 2^n applied as two exponent-bit
@@ -61,6 +65,33 @@ EXPANDED = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "powf",
 
 def enabled() -> bool:
     return os.environ.get("LAMINA_NO_VECTOR_MATH", "").strip() not in ("1", "true", "yes", "on")
+
+
+def host_has_fma() -> bool:
+    """Whether the expansions may use math.fma: a host without a fused multiply-add would
+    lower it to a libm call per lane. LAMINA_VECTOR_MATH_FMA=0|1 overrides the detection."""
+    forced = os.environ.get("LAMINA_VECTOR_MATH_FMA", "").strip()
+    if forced:
+        return forced not in ("0", "false", "no", "off")
+    return _detect_fma()
+
+
+def _detect_fma() -> bool:
+    import platform
+
+    machine = platform.machine().lower()
+    if machine in ("aarch64", "arm64"):
+        return True
+    if machine not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return " fma " in f" {line.split(':', 1)[1].strip()} "
+    except OSError:
+        pass
+    return False
 
 
 # ---- constants --------------------------------------------------------------------------------
@@ -110,7 +141,7 @@ EXP2_D = tuple(1.0 / _pymath.factorial(k) for k in range(10, -1, -1))
 def _horner(E, x, coeffs):
     acc = E.f(coeffs[0], E.width(x))
     for c in coeffs[1:]:
-        acc = E.add(E.mul(acc, x), E.f(c, E.width(x)))
+        acc = E.fma(acc, x, E.f(c, E.width(x)))
     return acc
 
 
@@ -144,14 +175,14 @@ def _reduce_ln2(E, x, lo, hi):
     """(n as f32, r) with x clamped to [lo, hi], n = round(x / ln2), r = x - n ln2."""
     xc = E.minnum(E.maxnum(x, E.f(lo)), E.f(hi))
     nf = _round32(E, E.mul(xc, E.f(LOG2E)))
-    r = E.sub(E.sub(xc, E.mul(nf, E.f(LN2_HI))), E.mul(nf, E.f(LN2_LO)))
+    r = E.fma(nf, E.f(-LN2_LO), E.fma(nf, E.f(-LN2_HI), xc))
     return nf, r
 
 
 def exp_(E, x):
     nf, r = _reduce_ln2(E, x, -104.0, 88.8)
     z = E.mul(r, r)
-    p = E.add(E.add(E.mul(_horner(E, r, EXP_P), z), r), E.f(1.0))
+    p = E.add(E.fma(_horner(E, r, EXP_P), z, r), E.f(1.0))
     res = _ldexp(E, p, E.fptosi(nf))
     return E.select(_isnan(E, x), x, res)
 
@@ -331,9 +362,16 @@ _CMPI = {"eq": arith.CmpIPredicate.eq, "ne": arith.CmpIPredicate.ne, "slt": arit
 class Mlir:
     """Builds arith ops at the current insertion point, on the shape of `like` (scalar/vector/tensor)."""
 
-    def __init__(self, like: ir.Type):
+    def __init__(self, like: ir.Type, fma: bool = False):
         self.shaped = like if isinstance(like, ir.ShapedType) else None
+        self.use_fma = fma
         self._types = {}
+
+    def fma(self, a, b, c):
+        """a * b + c: one math.fma on f32 when allowed, else a rounded multiply and add."""
+        if self.use_fma and self.width(a) == 32:
+            return math.fma(a, b, c)
+        return arith.addf(arith.mulf(a, b), c)
 
     def _t(self, elem: ir.Type) -> ir.Type:
         key = str(elem)
@@ -418,12 +456,17 @@ class Mlir:
 class Numpy:
     """The same algorithms on numpy arrays (float32/float64 ops round like arith without fastmath)."""
 
-    def __init__(self, like=None):
-        pass
+    def __init__(self, like=None, fma: bool = False):
+        self.use_fma = fma
 
     @staticmethod
     def width(v):
         return v.dtype.itemsize * 8
+
+    def fma(self, a, b, c):
+        if not (self.use_fma and a.dtype == np.float32):
+            return np.add(np.multiply(a, b), c)
+        return fma32(a, b, c)
 
     def f(self, v, w=32):
         return np.asarray(v, dtype=np.float32 if w == 32 else np.float64)
@@ -480,10 +523,27 @@ class Numpy:
         return c
 
 
-def reference(name: str, *args: np.ndarray) -> np.ndarray:
-    """The expansion of math.<name> evaluated by numpy: bit-identical to the compiled code."""
+def fma32(a, b, c) -> np.ndarray:
+    """The exactly rounded f32 fused multiply-add, in numpy: a*b is exact in f64; the sum is
+    rounded to odd at 53 bits (TwoSum gives the error; an inexact even result moves one ulp
+    toward the exact value), and rounding that to f32 is then correct (53 >= 24 + 2)."""
+    a64, b64, c64 = (np.asarray(v, dtype=np.float32).astype(np.float64) for v in (a, b, c))
+    p = a64 * b64
+    s = p + c64
+    bv = s - p
+    err = (p - (s - bv)) + (c64 - bv)
+    even = (s.view(np.int64) & 1) == 0
+    fix = np.isfinite(s) & (err != 0) & even
+    s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s.astype(np.float32)
+
+
+def reference(name: str, *args: np.ndarray, fma: bool | None = None) -> np.ndarray:
+    """The expansion of math.<name> evaluated by numpy: bit-identical to the compiled code
+    (built with the same `fma` setting; default: host_has_fma(), as the pass)."""
+    fma = host_has_fma() if fma is None else fma
     with np.errstate(all="ignore"):
-        return ALGORITHMS[name](Numpy(), *[np.ascontiguousarray(a, dtype=np.float32) for a in args])
+        return ALGORITHMS[name](Numpy(fma=fma), *[np.ascontiguousarray(a, dtype=np.float32) for a in args])
 
 
 # ---- the pass ---------------------------------------------------------------------------------
@@ -534,8 +594,10 @@ def powi_(E, x, k: int):
     return E.div(E.f(1.0), acc) if k < 0 else acc
 
 
-def expand_math(module: ir.Module | ir.Operation) -> int:
-    """Rewrite every f32 math.{exp,log,log1p,expm1,sin,cos,tanh,erf,powf,rsqrt} into arith ops."""
+def expand_math(module: ir.Module | ir.Operation, fma: bool | None = None) -> int:
+    """Rewrite every f32 math.{exp,log,log1p,expm1,sin,cos,tanh,erf,powf,rsqrt} into arith ops
+    (math.fma in the polynomials when `fma`; default host_has_fma())."""
+    fma = host_has_fma() if fma is None else fma
     root = module.operation if isinstance(module, ir.Module) else module
     targets = []
 
@@ -548,7 +610,7 @@ def expand_math(module: ir.Module | ir.Operation) -> int:
     root.walk(collect)
     for o in targets:
         with ir.InsertionPoint(o), o.location:
-            E = Mlir(o.results[0].type)
+            E = Mlir(o.results[0].type, fma=fma)
             k = _constant_value(o.operands[1]) if o.name == "math.powf" else None
             if k is not None and k in SMALL_POWERS:
                 new = powi_(E, o.operands[0], int(k))
@@ -562,5 +624,6 @@ def expand_math(module: ir.Module | ir.Operation) -> int:
 @register_pass("lamina-expand-math", level="L3",
                description="f32 math.exp/log/log1p/expm1/sin/cos/tanh/erf/powf/rsqrt to range reduction + "
                            "polynomials in arith ops (vectorizable; no libm calls)")
-def expand_math_pass(module: ir.Module, **options) -> None:
-    expand_math(module)
+def expand_math_pass(module: ir.Module, fma: str | None = None, **options) -> None:
+    """`lamina-opt --lamina-expand-math=fma=0|1` fixes the FMA setting (default: the host's)."""
+    expand_math(module, fma=None if fma is None else str(fma).strip() not in ("0", "false", "no", "off"))

@@ -1,6 +1,7 @@
-"""A compiled graph = a launch plan (which kernel reads and writes which buffers) + a
-KernelLibrary from a target. Buffers are torch tensors: graph inputs are used in place,
-kernel outputs are allocated with torch.empty and released after their last use.
+"""A compiled graph = its launch plan (which kernel reads and writes which buffers, where
+each buffer lives) + a KernelLibrary from a target that runs the whole plan in one native
+call (the graph entry lamina-kernel-abi builds). Graph inputs are used in place; outputs
+are allocated with torch per call; intermediates live in the library's per-graph arena.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from ..dialect import types as T
+from ..lowering.memory_plan import ARENA_ATTR, BUFFERS_ATTR
 
 
 @dataclass
@@ -17,31 +19,34 @@ class KernelLaunch:
     inputs: list[int]                      # value slots read
     outputs: list[int]                     # value slots written
     output_specs: list[tuple]              # (shape, element type name) per output
-    contiguous_inputs: list[bool]          # False: the kernel takes a strided memref
-    release_after: list[int] = field(default_factory=list)  # slots dead after this launch
+    buffers: list[str] = field(default_factory=list)  # per output: "arena+<offset>" or "output <k>"
 
 
 @dataclass
 class LaunchPlan:
+    graph: str
     num_inputs: int
     launches: list[KernelLaunch]
-    results: list[int]
+    results: list[int]                     # value slot of each graph result
+    strided_inputs: list[bool]             # the entry takes these inputs as strided memrefs
+    outputs: list[tuple] = field(default_factory=list)   # (shape, dtype name) per output buffer
+    output_slots: list[int] = field(default_factory=list)
+    arena_bytes: int = 0
 
     def describe(self) -> str:
-        lines = [f"inputs: %0..%{self.num_inputs - 1}"]
+        lines = [f"inputs: %0..%{self.num_inputs - 1}" + (f"  (arena: {self.arena_bytes} bytes)" if self.arena_bytes else "")]
         for l in self.launches:
-            outs = ", ".join(f"%{s}: {list(shape)}x{dt}" for s, (shape, dt) in zip(l.outputs, l.output_specs))
+            outs = ", ".join(f"%{s}: {list(shape)}x{dt}" + (f" @{b}" if b else "")
+                             for s, (shape, dt), b in zip(l.outputs, l.output_specs, l.buffers or [""] * len(l.outputs)))
             lines.append(f"{outs} = {l.kernel}({', '.join(f'%{s}' for s in l.inputs)})")
         lines.append(f"return {', '.join(f'%{s}' for s in self.results)}")
         return "\n".join(lines)
 
 
-def extract_launch_plan(graph_func, strided_args: set[int] = frozenset()) -> LaunchPlan:
-    """Read the launch plan off an outlined graph function (func.call ops + return).
+def extract_launch_plan(graph_func) -> LaunchPlan:
+    """Read the launch plan off an outlined (and memory-planned) graph function."""
+    from ..lowering.kernel_abi import _arg_is_strided
 
-    `strided_args`: graph arguments whose tensors are not contiguous; kernel arguments
-    fed by them are marked `lamina.layout = "strided"` (see lamina-kernel-abi).
-    """
     block = graph_func.regions[0].blocks[0]
     slots: dict = {}
     for i, arg in enumerate(block.arguments):
@@ -49,109 +54,103 @@ def extract_launch_plan(graph_func, strided_args: set[int] = frozenset()) -> Lau
     next_slot = len(block.arguments)
     launches: list[KernelLaunch] = []
     results: list[int] = []
-    module_ops = graph_func.operation.parent
+    outputs: dict[int, tuple] = {}
     for op in block.operations:
         op = op.operation
         if op.name == "func.call":
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             ins = [slots[v] for v in op.operands]
-            outs = []
-            specs = []
-            for r in op.results:
+            entries = list(ir.ArrayAttr(op.attributes[BUFFERS_ATTR])) if BUFFERS_ATTR in op.attributes else []
+            outs, specs, buffers = [], [], []
+            for j, r in enumerate(op.results):
                 slots[r] = next_slot
                 outs.append(next_slot)
-                next_slot += 1
                 shape = T.shape_of(r.type)
                 if any(s is None for s in shape):
                     raise NotImplementedError(f"kernel {callee} has a dynamically shaped result {r.type}; "
                                               "dynamic shapes need the shape functions of a later milestone")
-                specs.append((tuple(shape), str(ir.RankedTensorType(r.type).element_type)))
-            contiguous = [not (s < len(block.arguments) and s in strided_args) for s in ins]
-            if not all(contiguous):
-                _mark_strided_args(module_ops, callee, [i for i, c in enumerate(contiguous) if not c])
-            launches.append(KernelLaunch(callee, ins, outs, specs, contiguous))
+                spec = (tuple(shape), str(ir.RankedTensorType(r.type).element_type))
+                specs.append(spec)
+                if entries:
+                    d = ir.DictAttr(entries[j])
+                    if "output" in d:
+                        k = ir.IntegerAttr(d["output"]).value
+                        outputs[k] = (spec, next_slot)
+                        buffers.append(f"output {k}")
+                    else:
+                        buffers.append(f"arena+{ir.IntegerAttr(d['arena']).value}")
+                next_slot += 1
+            launches.append(KernelLaunch(callee, ins, outs, specs, buffers))
         elif op.name == "func.return":
             results = [slots[v] for v in op.operands]
         else:
             raise ValueError(f"graph function still holds {op.name} after outlining; expected only calls")
-    _plan_releases(launches, results)
-    return LaunchPlan(len(block.arguments), launches, results)
+    arena = ir.IntegerAttr(graph_func.attributes[ARENA_ATTR]).value if ARENA_ATTR in graph_func.attributes else 0
+    return LaunchPlan(graph=ir.StringAttr(graph_func.attributes["sym_name"]).value,
+                      num_inputs=len(block.arguments), launches=launches, results=results,
+                      strided_inputs=[_arg_is_strided(graph_func, i) for i in range(len(block.arguments))],
+                      outputs=[outputs[k][0] for k in sorted(outputs)],
+                      output_slots=[outputs[k][1] for k in sorted(outputs)], arena_bytes=arena)
 
 
-def _mark_strided_args(module_op, kernel: str, indices: list[int]) -> None:
-    for op in module_op.regions[0].blocks[0].operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == kernel:
-            n = len(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs)
-            old = list(ir.ArrayAttr(op.attributes["arg_attrs"])) if "arg_attrs" in op.attributes else [ir.DictAttr.get({})] * n
-            new = []
-            for i in range(n):
-                d = {a.name: a.attr for a in ir.DictAttr(old[i])} if len(ir.DictAttr(old[i])) else {}
-                if i in indices:
-                    d["lamina.layout"] = ir.StringAttr.get("strided")
-                new.append(ir.DictAttr.get(d))
-            op.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
+def _empty_function(device: str):
+    """torch's fastest way to allocate an uninitialized tensor on `device` (on the CPU: what
+    Inductor's generated code calls)."""
+    import torch
+
+    if device == "cpu":
+        try:
+            from torch._C._dynamo.guards import _empty_strided_cpu
+            return lambda shape, stride, dtype, device: _empty_strided_cpu(shape, stride, dtype)
+        except ImportError:
+            pass
+    return lambda shape, stride, dtype, device: torch.empty_strided(shape, stride, dtype=dtype, device=device)
 
 
-def _plan_releases(launches: list[KernelLaunch], results: list[int]) -> None:
-    last_use: dict[int, int] = {}
-    for i, l in enumerate(launches):
-        for s in l.inputs:
-            last_use[s] = i
-    keep = set(results)
-    for slot, i in last_use.items():
-        produced = any(slot in l.outputs for l in launches)
-        if produced and slot not in keep:
-            launches[i].release_after.append(slot)
+def _contiguous_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
 
 
 class CompiledGraph:
-    """Callable on torch tensors; returns the graph's outputs as a list."""
+    """Callable on torch tensors; returns the graph's outputs as a list.
+
+    A call allocates the output buffers, makes inputs that the entry takes as contiguous
+    memrefs contiguous (a no-op for the tensors torch.compile guards on), and calls the
+    graph entry once through the library's launcher.
+    """
 
     def __init__(self, plan: LaunchPlan, library, device: str = "cpu"):
-        import torch
-
         self.plan = plan
         self.library = library
         self.device = device
-        self.input_copies = 0  # inputs made contiguous because a kernel assumed so
-        self._dtypes = {}
-        for l in plan.launches:
-            for _, dt in l.output_specs:
-                self._dtypes[dt] = T.name_to_torch_dtype(dt)
-        self._empty = torch.empty
-        # One prepared launcher per launch where the library offers them (CPU): descriptors
-        # built once, a call stores data pointers only.
-        make = getattr(library, "launcher", None)
-        self._launchers = None if make is None else [
-            make(l.kernel, [not c for c in l.contiguous_inputs] + [False] * len(l.outputs))
-            for l in plan.launches]
+        self.input_copies = 0  # inputs made contiguous because the entry assumed so
+        self._outputs = [(shape, _contiguous_strides(shape), T.name_to_torch_dtype(dt)) for shape, dt in plan.outputs]
+        self._contiguous_inputs = [i for i, s in enumerate(plan.strided_inputs) if not s]
+        self._launch = library.graph_launcher(plan.graph, plan.strided_inputs + [False] * len(plan.outputs),
+                                              plan.arena_bytes)
+        where = {slot: k for k, slot in enumerate(plan.output_slots)}
+        # Per graph result: ("output", k), or ("input", i) for a result that is a graph input
+        # (e.g. `x.clone()`, which is the value itself in lamina): returned as a copy, as
+        # eager would, so it never aliases the caller's tensor.
+        self._results = [("output", where[s]) if s in where else ("input", s) for s in plan.results]
+        self._empty = _empty_function(device)
 
     @property
     def num_kernels(self) -> int:
         return len(self.plan.launches)
 
     def __call__(self, *args):
-        plan = self.plan
-        env: list = list(args) + [None] * (sum(len(l.outputs) for l in plan.launches))
-        empty, device, dtypes, launchers = self._empty, self.device, self._dtypes, self._launchers
-        for k, l in enumerate(plan.launches):
-            ins = []
-            for s, contiguous in zip(l.inputs, l.contiguous_inputs):
-                t = env[s]
-                if contiguous and not t.is_contiguous():
-                    t = t.contiguous()
-                    self.input_copies += 1
-                ins.append(t)
-            outs = [empty(shape, dtype=dtypes[dt], device=device) for shape, dt in l.output_specs]
-            if launchers is not None:
-                launchers[k](ins + outs)
-            else:
-                self.library.launch(l.kernel, ins, outs)
-            for s, t in zip(l.outputs, outs):
-                env[s] = t
-            for s in l.release_after:
-                env[s] = None
-        # A result that is a graph input (e.g. `x.clone()`, which is the value itself in
-        # lamina) must not alias the caller's tensor: return a copy, as eager would.
-        n = plan.num_inputs
-        return [env[s].clone() if s < n else env[s] for s in plan.results]
+        empty, device = self._empty, self.device
+        outs = [empty(shape, stride, dtype, device) for shape, stride, dtype in self._outputs]
+        ins = list(args)
+        for i in self._contiguous_inputs:
+            t = ins[i]
+            if not t.is_contiguous():
+                ins[i] = t.contiguous()
+                self.input_copies += 1
+        self._launch(ins + outs)
+        return [outs[k] if kind == "output" else args[k].clone() for kind, k in self._results]

@@ -1,0 +1,195 @@
+"""lamina-plan-memory (L4): where every kernel result of a graph lives, decided by liveness.
+
+On the outlined graph function (calls of kernels, then a return), each call gets
+
+    %3:2 = call @g_kernel_1(%0, %2) {lamina.buffers = [{arena = 0 : i64, bytes = 4096 : i64},
+                                                       {output = 0 : i64}]}
+
+and the graph function `lamina.arena_bytes = N`. A result the graph returns is written
+straight into the caller's output buffer `output = k` (k = its position among the distinct
+kernel results of the return, in return order), so no copy follows the last kernel. Every
+other result is a slice of one per-graph arena, at an offset that no buffer live at the
+same time overlaps: a buffer is live from the call that writes it to the last call that
+reads it, both included (a kernel reads its inputs while it writes its outputs, so a
+buffer dying at call i is free again for results of call i + 1 onwards). Offsets are
+first-fit in call order, aligned to ALIGNMENT bytes.
+
+The plan is plain IR: `lamina-opt` prints it, a user may edit it, and lamina-kernel-abi
+(which turns the graph into one native entry point taking the arena) checks an edited
+plan with `verify_plan` before it trusts it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from ..transforms.registry import register_pass
+
+BUFFERS_ATTR = "lamina.buffers"
+ARENA_ATTR = "lamina.arena_bytes"
+ALIGNMENT = 64  # bytes: a cache line, and the widest vector load (AVX-512)
+
+
+class MemoryPlanError(ValueError):
+    """A memory plan (possibly edited by hand) that would let live buffers overlap."""
+
+
+@dataclass
+class Buffer:
+    value: ir.Value
+    call: int          # index of the call that writes it
+    last_use: int      # index of the last call that reads it (>= call)
+    bytes: int
+    offset: int | None = None   # arena offset; None for graph outputs
+    output: int | None = None   # output position; None for arena buffers
+
+
+def _i64(v: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)
+
+
+def byte_size(tensor_type: ir.Type) -> int:
+    t = ir.RankedTensorType(tensor_type)
+    if not t.has_static_shape:
+        raise NotImplementedError(f"memory planning needs static shapes, got {t}")
+    n = 1
+    for i in range(t.rank):
+        n *= t.get_dim_size(i)
+    elem = t.element_type
+    width = elem.width if hasattr(elem, "width") else ir.IntegerType(elem).width
+    return n * max(1, (width + 7) // 8)   # i1 is stored as a byte, as torch.bool is
+
+
+def _calls_and_return(graph_func):
+    block = graph_func.regions[0].blocks[0]
+    calls, ret = [], None
+    for op in block.operations:
+        op = op.operation
+        if op.name == "func.call":
+            calls.append(op)
+        elif op.name == "func.return":
+            ret = op
+        else:
+            raise ValueError(f"graph function holds {op.name}; memory planning expects only calls and a return "
+                             "(run lamina-outline-kernels first)")
+    return calls, ret
+
+
+def buffers_of(graph_func) -> list[Buffer]:
+    """Every kernel result of the graph with its live range (call indices) and size."""
+    calls, ret = _calls_and_return(graph_func)
+    index = {}
+    bufs: list[Buffer] = []
+    for i, c in enumerate(calls):
+        for r in c.results:
+            index[r] = len(bufs)
+            bufs.append(Buffer(r, i, i, byte_size(r.type)))
+    for i, c in enumerate(calls):
+        for v in c.operands:
+            if v in index:
+                b = bufs[index[v]]
+                b.last_use = max(b.last_use, i)
+    outputs = 0
+    for v in ret.operands:
+        if v in index and bufs[index[v]].output is None:
+            bufs[index[v]].output = outputs
+            outputs += 1
+    return bufs
+
+
+def _first_fit(bufs: list[Buffer]) -> int:
+    placed: list[Buffer] = []
+    arena = 0
+    for b in bufs:
+        if b.output is not None:
+            continue
+        live = sorted((p for p in placed if p.call <= b.last_use and b.call <= p.last_use), key=lambda p: p.offset)
+        offset = 0
+        for p in live:
+            if offset + b.bytes <= p.offset:
+                break
+            offset = max(offset, _align(p.offset + p.bytes))
+        b.offset = offset
+        placed.append(b)
+        arena = max(arena, offset + b.bytes)
+    return _align(arena)
+
+
+def _align(n: int) -> int:
+    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+def plan_graph(graph_func) -> int:
+    """Annotate the calls of one graph function with their buffers; returns the arena size."""
+    bufs = buffers_of(graph_func)
+    arena = _first_fit(bufs)
+    calls, _ = _calls_and_return(graph_func)
+    by_value = {b.value: b for b in bufs}
+    for c in calls:
+        entries = []
+        for r in c.results:
+            b = by_value[r]
+            if b.output is not None:
+                entries.append(ir.DictAttr.get({"output": _i64(b.output)}))
+            else:
+                entries.append(ir.DictAttr.get({"arena": _i64(b.offset), "bytes": _i64(b.bytes)}))
+        c.attributes[BUFFERS_ATTR] = ir.ArrayAttr.get(entries)
+    graph_func.attributes[ARENA_ATTR] = _i64(arena)
+    return arena
+
+
+def read_plan(graph_func) -> tuple[list[Buffer], int]:
+    """The plan recorded on a graph function (planning it first if it has none), verified."""
+    if ARENA_ATTR not in graph_func.attributes:
+        plan_graph(graph_func)
+    bufs = buffers_of(graph_func)
+    by_value = {b.value: b for b in bufs}
+    calls, _ = _calls_and_return(graph_func)
+    for c in calls:
+        if BUFFERS_ATTR not in c.attributes:
+            raise MemoryPlanError(f"{c.location}: call without {BUFFERS_ATTR} in a planned graph")
+        entries = list(ir.ArrayAttr(c.attributes[BUFFERS_ATTR]))
+        if len(entries) != len(c.results):
+            raise MemoryPlanError(f"{c.location}: {BUFFERS_ATTR} has {len(entries)} entries for {len(c.results)} results")
+        for r, e in zip(c.results, entries):
+            d = ir.DictAttr(e)
+            b = by_value[r]
+            if "output" in d:
+                if b.output is None or ir.IntegerAttr(d["output"]).value != b.output:
+                    raise MemoryPlanError(f"{c.location}: output buffers must be the returned results in "
+                                          f"return order (expected {b.output}, got {d['output']})")
+            elif "arena" in d:
+                if b.output is not None:
+                    raise MemoryPlanError(f"{c.location}: a returned result must live in an output buffer, not the arena")
+                b.offset = ir.IntegerAttr(d["arena"]).value
+            else:
+                raise MemoryPlanError(f"{c.location}: {BUFFERS_ATTR} entry {d} has neither `arena` nor `output`")
+    arena = ir.IntegerAttr(graph_func.attributes[ARENA_ATTR]).value
+    verify_plan(bufs, arena)
+    return bufs, arena
+
+
+def verify_plan(bufs: list[Buffer], arena: int) -> None:
+    """Raise MemoryPlanError if arena buffers that are live at the same time overlap."""
+    placed = [b for b in bufs if b.output is None]
+    for b in placed:
+        if b.offset < 0 or b.offset % ALIGNMENT or b.offset + b.bytes > arena:
+            raise MemoryPlanError(f"buffer of {b.bytes} bytes at arena offset {b.offset} is misaligned "
+                                  f"(alignment {ALIGNMENT}) or outside the arena of {arena} bytes")
+    for i, a in enumerate(placed):
+        for b in placed[i + 1:]:
+            live_together = a.call <= b.last_use and b.call <= a.last_use
+            disjoint = a.offset + a.bytes <= b.offset or b.offset + b.bytes <= a.offset
+            if live_together and not disjoint and a.bytes and b.bytes:
+                raise MemoryPlanError(f"arena buffers [{a.offset}, {a.offset + a.bytes}) and "
+                                      f"[{b.offset}, {b.offset + b.bytes}) overlap while both are live "
+                                      f"(calls {a.call}..{a.last_use} and {b.call}..{b.last_use})")
+
+
+@register_pass("lamina-plan-memory", level="L4",
+               description="place kernel results: returned ones in output buffers, the rest in one arena by liveness")
+def plan_memory(module: ir.Module, **options) -> None:
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and "lamina.graph" in op.attributes:
+            plan_graph(op)
