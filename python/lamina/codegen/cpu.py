@@ -312,24 +312,25 @@ class KernelLauncher:
         import threading
 
         self.fn, self.strided, self.arena_bytes = fn, strided, arena_bytes
-        self._local = threading.local()
+        # per thread: `state` = (descriptors, their pointers, the packed argument array)
+        self.local = threading.local()
 
     def _state(self, tensors):
         if self.arena_bytes is not None:
             import torch
 
             arena = torch.empty(self.arena_bytes, dtype=torch.uint8)
-            self._local.arena = arena  # alive as long as this thread's descriptors point at it
+            self.local.arena = arena  # alive as long as this thread's descriptors point at it
             tensors = list(tensors) + [arena]
         descs = [descriptor(t) for t in tensors]
         ptrs = [ctypes.pointer(d) for d in descs]
         packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
         state = (descs, ptrs, packed)
-        self._local.state = state
+        self.local.state = state
         return state
 
     def __call__(self, tensors) -> None:
-        state = getattr(self._local, "state", None)
+        state = getattr(self.local, "state", None)
         if state is None:
             state = self._state(tensors)
         else:

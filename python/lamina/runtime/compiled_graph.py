@@ -119,8 +119,10 @@ class CompiledGraph:
     """Callable on torch tensors; returns the graph's outputs as a list.
 
     A call allocates the output buffers, makes inputs that the entry takes as contiguous
-    memrefs contiguous (a no-op for the tensors torch.compile guards on), and calls the
-    graph entry once through the library's launcher.
+    memrefs contiguous (a no-op for the tensors torch.compile guards on), stores the data
+    pointers into this thread's descriptors and calls the graph entry once. That per-call
+    work is generated as one straight-line Python function per graph (`call_source`, like
+    Inductor's `call`): no loops, no per-tensor dispatch.
     """
 
     def __init__(self, plan: LaunchPlan, library, device: str = "cpu"):
@@ -128,29 +130,52 @@ class CompiledGraph:
         self.library = library
         self.device = device
         self.input_copies = 0  # inputs made contiguous because the entry assumed so
-        self._outputs = [(shape, _contiguous_strides(shape), T.name_to_torch_dtype(dt)) for shape, dt in plan.outputs]
-        self._contiguous_inputs = [i for i, s in enumerate(plan.strided_inputs) if not s]
         self._launch = library.graph_launcher(plan.graph, plan.strided_inputs + [False] * len(plan.outputs),
                                               plan.arena_bytes)
+        self.call_source = self._source()
+        namespace = {"_empty": _empty_function(device), "_launch": self._launch, "_fn": self._launch.fn,
+                     "_local": self._launch.local, "_dtypes": [T.name_to_torch_dtype(dt) for _, dt in plan.outputs],
+                     "_graph": self}
+        exec(compile(self.call_source, f"<lamina {plan.graph}>", "exec"), namespace)
+        self._call = namespace["call"]
+
+    def _source(self) -> str:
+        plan = self.plan
+        n_in, n_out = plan.num_inputs, len(plan.outputs)
+        args = [f"a{i}" for i in range(n_in)]
+        outs = [f"o{k}" for k in range(n_out)]
+        lines = [f"def call({', '.join(args)}):"]
+        for i, strided in enumerate(plan.strided_inputs):
+            if not strided:  # the entry reads it as a contiguous memref
+                lines.append(f"    if not a{i}.is_contiguous():")
+                lines.append(f"        a{i} = a{i}.contiguous(); _graph.input_copies += 1")
+        for k, (shape, _) in enumerate(plan.outputs):
+            lines.append(f"    o{k} = _empty({tuple(shape)!r}, {_contiguous_strides(shape)!r}, _dtypes[{k}], {self.device!r})")
+        tensors = args + outs
+        if not tensors:
+            lines.append("    _launch([])")
+            lines.append("    return []")
+            return "\n".join(lines) + "\n"
+        lines.append("    state = getattr(_local, 'state', None)")
+        lines.append("    if state is None:")
+        lines.append(f"        _launch([{', '.join(tensors)}])")
+        lines.append("    else:")
+        lines.append(f"        {', '.join(f'd{j}' for j in range(len(tensors)))}{',' if len(tensors) == 1 else ''} = state[0][:{len(tensors)}]")
+        for j, t in enumerate(tensors):
+            lines.append(f"        d{j}.allocated = d{j}.aligned = {t}.data_ptr()")
+            if j < n_in and plan.strided_inputs[j]:
+                lines.append(f"        d{j}.sizes[:] = {t}.shape; d{j}.strides[:] = {t}.stride()")
+        lines.append("        _fn(state[2])")
         where = {slot: k for k, slot in enumerate(plan.output_slots)}
-        # Per graph result: ("output", k), or ("input", i) for a result that is a graph input
-        # (e.g. `x.clone()`, which is the value itself in lamina): returned as a copy, as
-        # eager would, so it never aliases the caller's tensor.
-        self._results = [("output", where[s]) if s in where else ("input", s) for s in plan.results]
-        self._empty = _empty_function(device)
+        # A result that is a graph input (e.g. `x.clone()`, which is the value itself in
+        # lamina) is returned as a copy, as eager would: it must not alias the caller's tensor.
+        results = [f"o{where[s]}" if s in where else f"a{s}.clone()" for s in plan.results]
+        lines.append(f"    return [{', '.join(results)}]")
+        return "\n".join(lines) + "\n"
 
     @property
     def num_kernels(self) -> int:
         return len(self.plan.launches)
 
     def __call__(self, *args):
-        empty, device = self._empty, self.device
-        outs = [empty(shape, stride, dtype, device) for shape, stride, dtype in self._outputs]
-        ins = list(args)
-        for i in self._contiguous_inputs:
-            t = ins[i]
-            if not t.is_contiguous():
-                ins[i] = t.contiguous()
-                self.input_copies += 1
-        self._launch(ins + outs)
-        return [outs[k] if kind == "output" else args[k].clone() for kind, k in self._results]
+        return self._call(*args)
