@@ -15,9 +15,11 @@ invalid IR raises instead of aborting. For each contraction C:
      so bias + relu (...) become one linalg.generic E consuming C;
   2. decide, and record as attributes on C before anything is applied (a user who sets them
      first wins; the pass then only fills in what is missing):
-        lamina.tile_sizes   = array<i64: 64, 64, 0>   outer tiles per loop of C (0 = whole loop;
-                                                      the reduction loops must be 0), run in
-                                                      parallel (scf.forall -> OpenMP)
+        lamina.tile_sizes   = array<i64: 64, 64, 0>   outer tiles per loop of C (0 = whole loop),
+                                                      parallel loops run in parallel (scf.forall
+                                                      -> OpenMP); a reduction entry > 0 blocks
+                                                      the k loop inside each tile (a multiple
+                                                      of its vector size; default 0, K_BLOCK)
         lamina.vector_sizes = array<i64: 8, 32, 1>    register tile per loop of C (the vector
                                                       shape; the reduction loop steps by it)
   3. apply the schedule (passes/cpu-tiling.mlir documents the same sequence for one matmul):
@@ -54,6 +56,12 @@ from .vector_reduce import vectorize_reductions
 # (32 accumulators) spills: 6 rows x 16 lanes = 12 accumulators + B row + A broadcast
 # (512^3 matmul+bias+relu on 2 AVX2 cores: 56 -> 80-110 GFLOP/s).
 OUTER_MN = (64, 64)
+# Reduction (k) blocking inside an outer tile: a nonzero reduction entry of lamina.tile_sizes
+# runs the tile's k loop in blocks of that size, so the B rows (and A columns) a block reads
+# stay in L1 while every register tile of the outer tile consumes them. K_BLOCK is the default
+# (0: none): on the 2-core AVX2 host, 64/128/256 measured no better than whole-K for a 512^3
+# matmul within the noise (100-104 GFLOP/s), so the default stays off and users may set it.
+K_BLOCK = 0
 
 
 def register_mn() -> tuple[int, int]:
@@ -105,14 +113,18 @@ def _output_loop_dims(op) -> list[int] | None:
     return dims
 
 
-def _default_sizes(kinds: list[str], out_dims: list[int]) -> tuple[list[int], list[int]]:
+def _default_sizes(kinds: list[str], out_dims: list[int], k_size: int | None = None) -> tuple[list[int], list[int]]:
     """Outer tile and register tile per loop: the last two output dims are (M, N), any
-    other parallel loops (batch) are tiled by 1, reduction loops stay whole outside and step
-    by 1 inside (an outer-product update per k)."""
+    other parallel loops (batch) are tiled by 1; a single reduction loop of static size
+    `k_size` > K_BLOCK is blocked by K_BLOCK inside the outer tile (else whole), and steps by
+    1 inside (an outer-product update per k)."""
     n = len(kinds)
     outer = [0] * n
     inner = [1] * n
     par = [d for d in out_dims]
+    red = [i for i, k in enumerate(kinds) if k == "reduction"]
+    if K_BLOCK and len(red) == 1 and k_size is not None and k_size > K_BLOCK:
+        outer[red[0]] = K_BLOCK
     for d in par[:-2]:
         outer[d], inner[d] = 1, 1
     if len(par) >= 2:
@@ -122,6 +134,40 @@ def _default_sizes(kinds: list[str], out_dims: list[int]) -> tuple[list[int], li
     elif len(par) == 1:
         outer[par[0]], inner[par[0]] = OUTER_MN[1], register_mn()[1]
     return outer, inner
+
+
+def _reduction_size(c, kinds: list[str]) -> int | None:
+    """The static size of a contraction's single reduction loop (None: several, or dynamic)."""
+    red = [i for i, k in enumerate(kinds) if k == "reduction"]
+    if len(red) != 1:
+        return None
+    try:
+        ranges = c.operation.opview.get_static_loop_ranges() if hasattr(c.operation.opview, "get_static_loop_ranges") else None
+    except Exception:  # noqa: BLE001 - not every binding exposes it
+        ranges = None
+    if ranges is None:
+        ranges = _static_loop_ranges(c)
+    size = ranges[red[0]] if ranges else None
+    return size if isinstance(size, int) and size >= 0 else None
+
+
+def _static_loop_ranges(c) -> list[int] | None:
+    """Loop sizes from the indexing maps and the operand shapes (-1 where dynamic)."""
+    name = c.operation.name
+    shapes = [ir.ShapedType(v.type).shape for v in c.operands]
+    if name == "linalg.matmul":
+        (m, k), (_, n) = shapes[0], shapes[1]
+        return [m, n, k]
+    if name == "linalg.batch_matmul":
+        (b, m, k), (_, _, n) = shapes[0], shapes[1]
+        return [b, m, n, k]
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(c.attributes["indexing_maps"])]
+    sizes = [None] * maps[0].n_dims
+    for amap, shape in zip(maps, shapes):
+        for e, dim in zip(amap.results, shape):
+            if isinstance(e, ir.AffineDimExpr) and sizes[ir.AffineDimExpr(e).position] is None and dim >= 0:
+                sizes[ir.AffineDimExpr(e).position] = dim
+    return [-1 if x is None else x for x in sizes]
 
 
 def _elementwise_root(c) -> object | None:
@@ -185,6 +231,9 @@ def build_schedule(items: list[dict]) -> str:
         if it["has_init"]:
             body.append(f'%it{t}, %fc{t} = transform.structured.fuse_into_containing_op %i{t} into {fa} : ({A}, {A}) -> ({A}, {A})')
             fa = f"%fc{t}"
+        if it["k_block"]:
+            body.append(f'%ck{t}, %kb{t} = transform.structured.tile_using_for {ct} tile_sizes {_arr(it["k_block"])} : ({A}) -> ({A}, {A})')
+            ct = f"%ck{t}"
         # Register tiles: C by its vector sizes; the epilogue and the init by C's output dims.
         nz = [x for x in it["c_inner"] if x]
         lc = ", ".join(f"%lc{t}_{j}" for j in range(len(nz)))
@@ -308,7 +357,7 @@ def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
         out_dims = _output_loop_dims(c)
         if out_dims is None or sorted(out_dims) != [i for i, k in enumerate(kinds) if k == "parallel"]:
             continue
-        outer, inner = _default_sizes(kinds, out_dims)
+        outer, inner = _default_sizes(kinds, out_dims, _reduction_size(c, kinds))
         if TILE_SIZES in c.attributes:
             outer = _i64s(c.attributes[TILE_SIZES])
         else:
@@ -318,8 +367,8 @@ def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
         else:
             c.attributes[VECTOR_SIZES] = ir.DenseI64ArrayAttr.get(inner)
         if len(outer) != len(kinds) or len(inner) != len(kinds) or \
-                any(outer[i] for i, k in enumerate(kinds) if k == "reduction") or \
-                any(x <= 0 for x in inner):
+                any(outer[i] % inner[i] for i, k in enumerate(kinds) if k == "reduction") or \
+                any(x <= 0 for x in inner) or any(x < 0 for x in outer):
             raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES}/{VECTOR_SIZES} {outer}/{inner} on "
                              f"{c.operation.name} with loops {kinds}")
         tid = next_id[0]
@@ -333,8 +382,13 @@ def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
         has_init = init_op is not None and init_op.name in ("linalg.fill", "linalg.generic") \
             and len(list(init.uses)) == 1
         root = _elementwise_root(c)
+        # Reduction entries of the outer sizes block the k loop inside the tile; the forall
+        # tiles only parallel loops.
+        k_block = [outer[i] if k == "reduction" else 0 for i, k in enumerate(kinds)]
+        forall_outer = [0 if k == "reduction" else outer[i] for i, k in enumerate(kinds)]
         item = dict(id=tid, root_is_c=root is None, c_inner=inner, c_kinds=kinds,
-                    root_outer=outer if root is None else par_outer,
+                    k_block=k_block if any(k_block) else None,
+                    root_outer=forall_outer if root is None else par_outer,
                     root_inner=inner if root is None else par_inner,
                     has_init=has_init, init_operand=n_in, init_inner=par_inner if has_init else None)
         if root is not None:

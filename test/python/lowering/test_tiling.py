@@ -193,6 +193,19 @@ def test_user_override_tile_sizes():
     torch.testing.assert_close(out, a @ b + c, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("M,K,N,kb", [(50, 100, 70, 32), (64, 64, 64, 64), (9, 130, 20, 48)])
+def test_user_k_block(M, K, N, kb):
+    """A reduction entry of lamina.tile_sizes blocks the k loop inside each outer tile (the
+    last block may be partial); bias and relu still apply once, after the whole sum."""
+    attrs = f"{{lamina.tile_sizes = array<i64: 32, 32, {kb}>}}"
+    lib, tiled_ir = compile_tiled(matmul_kernel(M, K, N, bias=True, relu=True, attrs=attrs))
+    assert f"step %c{kb} " in tiled_ir or kb >= K
+    a, b, c = rand(M, K), rand(K, N), rand(N)
+    out = torch.empty(M, N)
+    lib.launch("k", [a, b, c], [out])
+    torch.testing.assert_close(out, torch.relu(a @ b + c), rtol=RTOL, atol=ATOL)
+
+
 def test_default_decisions_recorded():
     with make_context():
         module = ir.Module.parse(matmul_kernel(128, 512, 1536, bias=True) + bmm_kernel(8, 64, 64, 64).replace("@k", "@k2"))
