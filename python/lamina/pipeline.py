@@ -21,7 +21,7 @@ upstream pass and abort the process.
 
 `compile_module(module, ...)` runs them and returns a runtime.CompiledGraph. Set
 LAMINA_DUMP_IR=<dir> (or dump_dir=) to write the module after every stage as
-<dir>/<graph>.<N>-<stage>.mlir, so any level can be read, edited and replayed with
+<dir>/<graph>.<NN>-<stage>.mlir, so any level can be read, edited and replayed with
 `lamina-opt`.
 """
 from __future__ import annotations
@@ -108,7 +108,7 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
                 result.stage_ir[name] = text
             if dump_dir:
                 Path(dump_dir).mkdir(parents=True, exist_ok=True)
-                (Path(dump_dir) / f"{graph_name}.{counter[0]}-{name}.mlir").write_text(text)
+                (Path(dump_dir) / f"{graph_name}.{counter[0]:02d}-{name}.mlir").write_text(text)
         return out
 
     if keep_ir or dump_dir:
@@ -117,7 +117,7 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
             result.stage_ir["import"] = text
         if dump_dir:
             Path(dump_dir).mkdir(parents=True, exist_ok=True)
-            (Path(dump_dir) / f"{graph_name}.0-import.mlir").write_text(text)
+            (Path(dump_dir) / f"{graph_name}.00-import.mlir").write_text(text)
     stage("graph", lambda: run_graph_passes(module))
     stage("fuse", lambda: run_pass("lamina-fuse", module))
     stage("widen", lambda: run_pass("lamina-widen-low-precision", module))
