@@ -34,6 +34,7 @@ from pathlib import Path
 from mlir import ir
 
 from .codegen.target import get_target
+from .lowering.kernel_abi import LAYOUT_ATTR, _set_arg_attr, graph_functions
 from .runtime.compiled_graph import CompiledGraph, extract_launch_plan
 from .transforms.graph_pipeline import run_graph_passes
 from .transforms.registry import run_pass
@@ -62,8 +63,7 @@ def _verify(module: ir.Module, stage: str) -> None:
 
 
 def graph_function(module: ir.Module):
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
-    graphs = [f for f in funcs if "lamina.graph" in f.attributes]
+    graphs = graph_functions(module)
     if len(graphs) != 1:
         raise ValueError(f"expected exactly one func.func with `lamina.graph`, found {len(graphs)}")
     return graphs[0]
@@ -72,8 +72,6 @@ def graph_function(module: ir.Module):
 def mark_strided_inputs(graph_func, indices) -> None:
     """`lamina.layout = "strided"` on graph arguments whose tensors are views (lamina-kernel-abi
     gives them, and the kernel arguments they feed, a strided memref type)."""
-    from .lowering.kernel_abi import LAYOUT_ATTR, _set_arg_attr
-
     for i in sorted(indices):
         _set_arg_attr(graph_func, i, LAYOUT_ATTR, ir.StringAttr.get("strided"))
 
@@ -91,8 +89,9 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
     tgt = get_target(target)
     dump_dir = dump_dir or os.environ.get("LAMINA_DUMP_IR")
     result = CompileResult(compiled=None)
-    graph_name = ir.StringAttr(graph_function(module).attributes["sym_name"]).value
-    mark_strided_inputs(graph_function(module), strided_args)
+    graph = graph_function(module)
+    graph_name = ir.StringAttr(graph.attributes["sym_name"]).value
+    mark_strided_inputs(graph, strided_args)
     counter = [0]
 
     def stage(name, fn):

@@ -305,8 +305,9 @@ class KernelLauncher:
 
     Sizes and strides of identity-layout arguments are static in the kernel (shapes are
     static per compiled graph), so they are written on a thread's first call only. Each
-    thread gets its own descriptors (and, for a graph entry, its own arena: `arena_bytes`
-    > 0 appends a byte buffer as the last argument), so concurrent calls do not race."""
+    thread gets its own descriptors (and, for a graph entry, its own arena: an `arena_bytes`
+    that is not None appends a byte buffer of that size as the last argument), so concurrent
+    calls do not race."""
 
     def __init__(self, fn, strided: list[bool], arena_bytes: int | None = None):
         import threading

@@ -190,6 +190,7 @@ def verify_plan(bufs: list[Buffer], arena: int) -> None:
 @register_pass("lamina-plan-memory", level="L4",
                description="place kernel results: returned ones in output buffers, the rest in one arena by liveness")
 def plan_memory(module: ir.Module, **options) -> None:
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and "lamina.graph" in op.attributes:
-            plan_graph(op)
+    from .kernel_abi import graph_functions  # kernel_abi imports this module
+
+    for g in graph_functions(module):
+        plan_graph(g)

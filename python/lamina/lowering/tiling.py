@@ -141,17 +141,11 @@ def _reduction_size(c, kinds: list[str]) -> int | None:
     red = [i for i, k in enumerate(kinds) if k == "reduction"]
     if len(red) != 1:
         return None
-    try:
-        ranges = c.operation.opview.get_static_loop_ranges() if hasattr(c.operation.opview, "get_static_loop_ranges") else None
-    except Exception:  # noqa: BLE001 - not every binding exposes it
-        ranges = None
-    if ranges is None:
-        ranges = _static_loop_ranges(c)
-    size = ranges[red[0]] if ranges else None
-    return size if isinstance(size, int) and size >= 0 else None
+    size = _static_loop_ranges(c)[red[0]]
+    return size if size >= 0 else None
 
 
-def _static_loop_ranges(c) -> list[int] | None:
+def _static_loop_ranges(c) -> list[int]:
     """Loop sizes from the indexing maps and the operand shapes (-1 where dynamic)."""
     name = c.operation.name
     shapes = [ir.ShapedType(v.type).shape for v in c.operands]

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from ..dialect import types as T
-from ..lowering.memory_plan import ARENA_ATTR, BUFFERS_ATTR
+from ..lowering.kernel_abi import _arg_is_strided
+from ..lowering.memory_plan import read_plan
 
 
 @dataclass
@@ -19,7 +20,7 @@ class KernelLaunch:
     inputs: list[int]                      # value slots read
     outputs: list[int]                     # value slots written
     output_specs: list[tuple]              # (shape, element type name) per output
-    buffers: list[str] = field(default_factory=list)  # per output: "arena+<offset>" or "output <k>"
+    buffers: list[str]                     # per output: "arena+<offset>" or "output <k>"
 
 
 @dataclass
@@ -36,56 +37,39 @@ class LaunchPlan:
     def describe(self) -> str:
         lines = [f"inputs: %0..%{self.num_inputs - 1}" + (f"  (arena: {self.arena_bytes} bytes)" if self.arena_bytes else "")]
         for l in self.launches:
-            outs = ", ".join(f"%{s}: {list(shape)}x{dt}" + (f" @{b}" if b else "")
-                             for s, (shape, dt), b in zip(l.outputs, l.output_specs, l.buffers or [""] * len(l.outputs)))
+            outs = ", ".join(f"%{s}: {list(shape)}x{dt} @{b}" for s, (shape, dt), b in zip(l.outputs, l.output_specs, l.buffers))
             lines.append(f"{outs} = {l.kernel}({', '.join(f'%{s}' for s in l.inputs)})")
         lines.append(f"return {', '.join(f'%{s}' for s in self.results)}")
         return "\n".join(lines)
 
 
 def extract_launch_plan(graph_func) -> LaunchPlan:
-    """Read the launch plan off an outlined (and memory-planned) graph function."""
-    from ..lowering.kernel_abi import _arg_is_strided
-
+    """Read the launch plan off an outlined graph function and its memory plan
+    (`memory_plan.read_plan`: verified; planned first if the graph has none)."""
+    bufs, arena = read_plan(graph_func)
+    where = {b.value: b for b in bufs}
     block = graph_func.regions[0].blocks[0]
-    slots: dict = {}
-    for i, arg in enumerate(block.arguments):
-        slots[arg] = i
-    next_slot = len(block.arguments)
+    slots = {arg: i for i, arg in enumerate(block.arguments)}
     launches: list[KernelLaunch] = []
     results: list[int] = []
     outputs: dict[int, tuple] = {}
     for op in block.operations:
         op = op.operation
-        if op.name == "func.call":
-            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            ins = [slots[v] for v in op.operands]
-            entries = list(ir.ArrayAttr(op.attributes[BUFFERS_ATTR])) if BUFFERS_ATTR in op.attributes else []
-            outs, specs, buffers = [], [], []
-            for j, r in enumerate(op.results):
-                slots[r] = next_slot
-                outs.append(next_slot)
-                shape = T.shape_of(r.type)
-                if any(s is None for s in shape):
-                    raise NotImplementedError(f"kernel {callee} has a dynamically shaped result {r.type}; "
-                                              "dynamic shapes need the shape functions of a later milestone")
-                spec = (tuple(shape), str(ir.RankedTensorType(r.type).element_type))
-                specs.append(spec)
-                if entries:
-                    d = ir.DictAttr(entries[j])
-                    if "output" in d:
-                        k = ir.IntegerAttr(d["output"]).value
-                        outputs[k] = (spec, next_slot)
-                        buffers.append(f"output {k}")
-                    else:
-                        buffers.append(f"arena+{ir.IntegerAttr(d['arena']).value}")
-                next_slot += 1
-            launches.append(KernelLaunch(callee, ins, outs, specs, buffers))
-        elif op.name == "func.return":
+        if op.name == "func.return":
             results = [slots[v] for v in op.operands]
-        else:
-            raise ValueError(f"graph function still holds {op.name} after outlining; expected only calls")
-    arena = ir.IntegerAttr(graph_func.attributes[ARENA_ATTR]).value if ARENA_ATTR in graph_func.attributes else 0
+            continue
+        outs, specs, places = [], [], []
+        for r in op.results:
+            slots[r] = len(slots)
+            spec = (tuple(T.shape_of(r.type)), str(ir.RankedTensorType(r.type).element_type))
+            b = where[r]
+            if b.output is not None:
+                outputs[b.output] = (spec, slots[r])
+            outs.append(slots[r])
+            specs.append(spec)
+            places.append(f"output {b.output}" if b.output is not None else f"arena+{b.offset}")
+        launches.append(KernelLaunch(ir.FlatSymbolRefAttr(op.attributes["callee"]).value,
+                                     [slots[v] for v in op.operands], outs, specs, places))
     return LaunchPlan(graph=ir.StringAttr(graph_func.attributes["sym_name"]).value,
                       num_inputs=len(block.arguments), launches=launches, results=results,
                       strided_inputs=[_arg_is_strided(graph_func, i) for i in range(len(block.arguments))],
@@ -105,14 +89,6 @@ def _empty_function(device: str):
         except ImportError:
             pass
     return lambda shape, stride, dtype, device: torch.empty_strided(shape, stride, dtype=dtype, device=device)
-
-
-def _contiguous_strides(shape) -> tuple:
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
 
 
 class CompiledGraph:
@@ -140,6 +116,8 @@ class CompiledGraph:
         self._call = namespace["call"]
 
     def _source(self) -> str:
+        from torch._prims_common import make_contiguous_strides_for
+
         plan = self.plan
         n_in, n_out = plan.num_inputs, len(plan.outputs)
         args = [f"a{i}" for i in range(n_in)]
@@ -150,7 +128,7 @@ class CompiledGraph:
                 lines.append(f"    if not a{i}.is_contiguous():")
                 lines.append(f"        a{i} = a{i}.contiguous(); _graph.input_copies += 1")
         for k, (shape, _) in enumerate(plan.outputs):
-            lines.append(f"    o{k} = _empty({tuple(shape)!r}, {_contiguous_strides(shape)!r}, _dtypes[{k}], {self.device!r})")
+            lines.append(f"    o{k} = _empty({tuple(shape)!r}, {tuple(make_contiguous_strides_for(shape))!r}, _dtypes[{k}], {self.device!r})")
         tensors = args + outs
         if not tensors:
             lines.append("    _launch([])")
