@@ -37,8 +37,8 @@ check the lowering.
   (~1.3e7); beyond that the reduction loses bits and the result is only kept in [-1, 1].
 * tanh: |x| < 0.625: Cephes' odd polynomial; else 1 - 2/(exp(2|x|) + 1) with the sign of
   x (|x| clamped at 10, where tanh is 1 in f32).
-* erf: |x| < 1: x P(x^2) (degree 7 in x^2); else 1 - exp(-x^2) R(|x| - 2.5), R a
-  degree-10 fit of erfcx on [1, 4] (|x| clamped at 4, where erf is 1 in f32).
+* erf: |x| < 1: x P(x^2) (degree 7 in x^2); 1 <= |x| < 3.85: Q(|x| - 2.4375), a degree-14
+  fit of erf itself (no exp); beyond, 1 (erf is 1 in f32 from 3.8325 on), with x's sign.
 * powf: |x|^y = 2^(y log2|x|) in f64 (log2 by frexp + atanh series, 2^t by a degree-10
   polynomial and exponent bits), rounded once to f32; C99/torch special cases by selects
   (x^0 = 1, 1^y = 1, (-1)^inf = 1, negative x with an odd integer y, nan for a negative
@@ -124,11 +124,14 @@ EXPM1_Q = (0.1666666716337204, 0.04166654124855995, 0.008333347737789154, 0.0013
 # erf(x) = x P(x^2), |x| < 1 (fit of our own; relative error 3e-11 before rounding to f32)
 ERF_A = (1.128379225730896, -0.37612637877464294, 0.11283782124519348, -0.0268654003739357,
          0.00522094639018178, -0.0008482839912176132, 0.00011257022561039776, -9.641714314057026e-06)
-# erfcx(x) = exp(x^2) erfc(x) ~ R(x - 2.5) on [1, 4] (fit of our own, degree 10)
-ERF_B_CENTER = 2.5
-ERF_B = (0.21080636978149414, -0.07434757798910141, 0.02493792586028576, -0.007999492809176445,
-         0.00246699177660048, -0.0007387576042674482, 0.0002116951800417155, -5.372977102524601e-05,
-         1.501035785622662e-05, -6.357382972055348e-06, 1.5539155810984084e-06)
+# erf(x) ~ Q(x - ERF_Q_CENTER) on [1, ERF_ONE_FROM] (tools/fit_erf.py, degree 14: abs error 6.7e-9
+# with these f32 coefficients, 1 ulp measured): no exp, so erf costs two polynomials.
+ERF_Q_CENTER = 2.4375
+ERF_ONE_FROM = 3.85               # erf(x) rounds to 1.0 in f32 from x = 3.8325 on
+ERF_Q = (0.9994334578514099, 0.0029657045379281044, -0.007229010574519634, 0.010759524069726467,
+         -0.010702480562031269, 0.007202009670436382, -0.0030014135409146547, 0.0003873604000546038,
+         0.0004140846140217036, -0.0003139023028779775, 7.232637290144339e-05, 2.8535998353618197e-05,
+         -1.851512752182316e-05, -1.1500789298679592e-07, 1.2723830877803266e-06)
 # 2^f = exp(g), g = f ln 2, |g| <= ln2/2, Taylor to g^10 (f64; error < 1e-12)
 EXP2_D = tuple(1.0 / _pymath.factorial(k) for k in range(10, -1, -1))
 
@@ -285,9 +288,8 @@ def tanh_(E, x):
 def erf_(E, x):
     ax = E.abs(x)
     small = E.mul(x, _horner(E, E.mul(x, x), ERF_A[::-1]))
-    a = E.minnum(ax, E.f(4.0))
-    ex = exp_(E, E.neg(E.mul(a, a)))
-    big = E.sub(E.f(1.0), E.mul(ex, _horner(E, E.sub(a, E.f(ERF_B_CENTER)), ERF_B[::-1])))
+    big = _horner(E, E.sub(E.minnum(ax, E.f(ERF_ONE_FROM)), E.f(ERF_Q_CENTER)), ERF_Q[::-1])
+    big = E.select(E.cmp("olt", ax, E.f(ERF_ONE_FROM)), big, E.f(1.0))
     res = E.select(E.cmp("olt", ax, E.f(1.0)), small, _copysign(E, big, x))
     return E.select(_isnan(E, x), x, res)
 
