@@ -6,11 +6,15 @@
     python benchmarks/run.py --no-inductor                    # skip inductor's (slow) compiles
 
 For each case (benchmarks/cases.py) and size: run eager once for the expected result;
-then for each backend, after torch._dynamo.reset(), time the first call (compile time,
-compilation included), check the result against eager (torch.testing.assert_close with
-the case's tolerances; a mismatch or an error is a failed row, never dropped), and time
-the median of --repeat samples after 5 warm-up calls (CPU: a sample is one call; cuda: a
-batch of back-to-back calls closed by a synchronize, divided by the batch size).
+then for each backend time the first call (compile time, compilation included) and check
+the result against eager (torch.testing.assert_close with the case's tolerances; a mismatch
+or an error is a failed row, never dropped). Each backend compiles its own copy of the
+entry function (a fresh code object), so all stay compiled side by side after one
+torch._dynamo.reset() per case. Then the backends are timed in interleaved rounds (--rounds,
+the backend order rotating per round; each round: 2 warm-up calls, then its share of the
+--repeat samples), so a slow spell of a shared machine hits every backend alike and the
+ratios stay meaningful. A sample is one call on the CPU; on cuda a batch of back-to-back
+calls closed by a synchronize, divided by the batch size. `ms` is the median of the samples.
 
 Reported per row: ms per backend; eager/inductor and eager/lamina (speedups over eager,
 above 1 = faster than eager) and "lam vs ind" = inductor ms / lamina ms (above 1 = lamina
@@ -83,42 +87,71 @@ def environment(device) -> dict:
     return env
 
 
-def make_timer(device, stat: str = "median", warmup: int = 5):
-    """timer(fn, repeat) -> {"ms": the `stat` (median or min), "median_ms", "min_ms", "p25_ms",
-    "p75_ms"} over `repeat` samples after `warmup` untimed calls (as lamina.testing.timing.median_ms,
-    keeping the samples). On the CPU a sample is one call. On cuda a sample is a batch of
-    back-to-back calls (enough for ~1 ms, at most 100) closed by torch.cuda.synchronize(),
-    divided by the batch size: launches overlap the previous kernels as in a real program,
-    and the per-call synchronization latency is not counted."""
+def _stats(samples: list[float], stat: str, batch: int) -> dict:
     import statistics
 
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else samples * 3
+    t = {"median_ms": round(statistics.median(samples), 4), "min_ms": round(min(samples), 4),
+         "p25_ms": round(q[0], 4), "p75_ms": round(q[2], 4), "calls_per_sample": batch}
+    return {"ms": t[f"{stat}_ms"], **t}
+
+
+def make_sampler(device):
+    """sampler(fn, n, batch=None) -> (samples in ms, batch): `n` samples of `fn`. On the CPU a
+    sample is one call. On cuda a sample is a batch of back-to-back calls (enough for ~1 ms,
+    at most 100; pass the batch of an earlier call to keep it) closed by
+    torch.cuda.synchronize(), divided by the batch size: launches overlap the previous
+    kernels as in a real program, and the per-call synchronization latency is not counted."""
     import torch
 
     cuda = device.type == "cuda"
 
-    def timer(fn, repeat):
-        for _ in range(warmup):
-            fn()
-        batch = 1
-        if cuda:
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            fn()
-            torch.cuda.synchronize()
-            batch = max(1, min(100, math.ceil(1e-3 / max(time.perf_counter() - t0, 1e-7))))
+    def sampler(fn, n, batch=None):
+        if batch is None:
+            batch = 1
+            if cuda:
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                fn()
+                torch.cuda.synchronize()
+                batch = max(1, min(100, math.ceil(1e-3 / max(time.perf_counter() - t0, 1e-7))))
         samples = []
-        for _ in range(repeat):
+        for _ in range(n):
             t0 = time.perf_counter()
             for _ in range(batch):
                 fn()
             if cuda:
                 torch.cuda.synchronize()
             samples.append((time.perf_counter() - t0) * 1e3 / batch)
-        q = statistics.quantiles(samples, n=4) if len(samples) > 1 else samples * 3
-        t = {"median_ms": round(statistics.median(samples), 4), "min_ms": round(min(samples), 4),
-             "p25_ms": round(q[0], 4), "p75_ms": round(q[2], 4), "calls_per_sample": batch}
-        return {"ms": t[f"{stat}_ms"], **t}
-    return timer
+        return samples, batch
+    return sampler
+
+
+def time_alone(sampler, fn, repeat: int, stat: str = "median", warmup: int = 5) -> dict:
+    """One function: `warmup` untimed calls, then `repeat` samples."""
+    for _ in range(warmup):
+        fn()
+    samples, batch = sampler(fn, repeat)
+    return _stats(samples, stat, batch)
+
+
+def time_interleaved(sampler, fns: dict, repeat: int, rounds: int, stat: str = "median", warmup: int = 2) -> dict:
+    """{label: stats} for several functions timed in `rounds` interleaved rounds: each round
+    runs every function (the order rotated by one per round) for `warmup` untimed calls and
+    then its share of the `repeat` samples."""
+    labels = list(fns)
+    rounds = max(1, min(rounds, repeat))
+    per_round = [repeat // rounds + (1 if r < repeat % rounds else 0) for r in range(rounds)]
+    samples = {l: [] for l in labels}
+    batches = {l: None for l in labels}
+    for r in range(rounds):
+        order = labels[r % len(labels):] + labels[:r % len(labels)] if labels else []
+        for l in order:
+            for _ in range(warmup):
+                fns[l]()
+            got, batches[l] = sampler(fns[l], per_round[r], batches[l])
+            samples[l] += got
+    return {l: _stats(samples[l], stat, batches[l]) for l in labels}
 
 
 def sync(device):
@@ -127,14 +160,14 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def copy_bandwidth(device, timer, repeat: int) -> dict:
+def copy_bandwidth(device, sampler, repeat: int, stat: str) -> dict:
     """GB/s of dst.copy_(src) on a COPY_MIB buffer: bytes read + bytes written per second."""
     import torch
 
     n = COPY_MIB * 2**20 // 4
     src = torch.randn(n, device=device)
     dst = torch.empty_like(src)
-    t = timer(lambda: dst.copy_(src), repeat)
+    t = time_alone(sampler, lambda: dst.copy_(src), repeat, stat)
     moved = 2 * n * 4
     return {"MiB": COPY_MIB, "bytes": moved, **t, "GBps": round(moved / t["ms"] / 1e6, 2)}
 
@@ -146,21 +179,25 @@ def _first_lines(text: str, n: int = 3) -> str:
 
 
 def _compiled(label, fn):
+    """`fn` compiled by `label` through a wrapper with a code object of its own: dynamo caches
+    compiled code per code object, so every backend keeps its compiled code side by side
+    (no torch._dynamo.reset() between backends) while the rounds interleave them."""
     import torch
 
     if label == "eager":
         return fn
-    return torch.compile(fn, backend=label)
+    ns = {"fn": fn}
+    exec(compile(f"def run_{label}(*args):\n    return fn(*args)\n", f"<benchmark entry for {label}>", "exec"), ns)
+    return torch.compile(ns[f"run_{label}"], backend=label)
 
 
-def run_backend(label, inst, expected, device, timer, repeat) -> dict:
-    """First call (compile), check against eager, then the median time. Never raises."""
+def compile_backend(label, inst, expected, device) -> tuple[dict, object]:
+    """First call (compile), check against eager. Never raises: (result, callable or None)."""
     import torch
 
     import lamina.backend
 
     res = {"status": "ok"}
-    torch._dynamo.reset()
     n_reports = len(lamina.backend.reports())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -172,18 +209,14 @@ def run_backend(label, inst, expected, device, timer, repeat) -> dict:
             res["compile_s"] = round(time.perf_counter() - t0, 3)
         except Exception as e:  # noqa: BLE001 - a failing backend is a failed row
             res.update(status="error", error=f"{type(e).__name__}: {_first_lines(e)}")
-            return res
+            return res, None
     if label == "lamina":
         res["lamina"] = lamina_summary(lamina.backend.reports()[n_reports:], caught)
     try:
         torch.testing.assert_close(out, expected, rtol=inst.rtol, atol=inst.atol)
     except AssertionError as e:
         res.update(status="mismatch", error=_first_lines(e, 4))
-    try:
-        res.update(timer(lambda: fn(*inst.inputs), repeat))
-    except Exception as e:  # noqa: BLE001
-        res.update(status="error", error=f"{type(e).__name__} while timing: {_first_lines(e)}")
-    return res
+    return res, fn
 
 
 def lamina_summary(reports: list[dict], caught) -> dict:
@@ -203,7 +236,7 @@ def lamina_summary(reports: list[dict], caught) -> dict:
     }
 
 
-def run_case(case, size, device, labels, timer, repeat, copy_gbps) -> dict:
+def run_case(case, size, device, labels, sampler, args, copy_gbps) -> dict:
     import torch
 
     inst = case.build(size, device)
@@ -212,15 +245,28 @@ def run_case(case, size, device, labels, timer, repeat, copy_gbps) -> dict:
         expected = inst.fn(*inst.inputs)
         row["bytes"] = inst.nbytes(expected)
         row["flops"] = inst.flops
+        torch._dynamo.reset()
+        timed = {}
         for label in labels:
-            res = run_backend(label, inst, expected, device, timer, repeat)
-            ms = res.get("ms")
-            if ms:
-                res["GBps"] = round(row["bytes"] / ms / 1e6, 3)
-                res["pct_copy"] = round(100 * res["GBps"] / copy_gbps, 1)
-                if inst.flops:
-                    res["GFLOPps"] = round(inst.flops / ms / 1e6, 3)
-            row[label] = res
+            row[label], fn = compile_backend(label, inst, expected, device)
+            if fn is not None:
+                timed[label] = (lambda f: lambda: f(*inst.inputs))(fn)
+        try:
+            stats = time_interleaved(sampler, timed, args.repeat, args.rounds, args.stat)
+        except Exception as e:  # noqa: BLE001 - find the backend that fails, time the others
+            stats = {}
+            for label, call in timed.items():
+                try:
+                    stats[label] = time_interleaved(sampler, {label: call}, args.repeat, args.rounds, args.stat)[label]
+                except Exception as e2:  # noqa: BLE001
+                    row[label].update(status="error", error=f"{type(e2).__name__} while timing: {_first_lines(e2)}")
+        for label, st in stats.items():
+            res = row[label]
+            res.update(st)
+            res["GBps"] = round(row["bytes"] / st["ms"] / 1e6, 3)
+            res["pct_copy"] = round(100 * res["GBps"] / copy_gbps, 1)
+            if inst.flops:
+                res["GFLOPps"] = round(inst.flops / st["ms"] / 1e6, 3)
     for num, den, key in (("eager", "inductor", "eager/inductor"), ("eager", "lamina", "eager/lamina"),
                           ("inductor", "lamina", "lamina_vs_inductor")):
         a, b = row.get(num, {}).get("ms"), row.get(den, {}).get("ms")
@@ -317,7 +363,7 @@ def report_text(result) -> str:
     env, copy = result["environment"], result["copy"]
     text, notes = table(rows, labels)
     out = [f"lamina benchmarks on {env['device']} ({env['cpu_model']}, torch {env['torch']}, "
-           f"{env['torch_threads']} threads, load {env.get('loadavg_1min')}, {result['stat']} of {result['repeat']} samples, "
+           f"{env['torch_threads']} threads, load {env.get('loadavg_1min')}, {result['stat']} of {result['repeat']} samples in {result.get('rounds', 1)} interleaved rounds, "
            f"inductor caches {'on' if env.get('inductor_caches') else 'off'})", "", text, ""]
     out += [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
     if notes:
@@ -351,7 +397,9 @@ def parse_args(argv):
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     p.add_argument("--sizes", default="small,large", help="comma-separated: small,large (default: both)")
-    p.add_argument("--repeat", type=int, default=20, help="timed calls per backend (median; default 20)")
+    p.add_argument("--repeat", type=int, default=20, help="timed samples per backend (default 20)")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="interleaved rounds the samples are spread over (default 5; 1 = one backend after the other)")
     p.add_argument("--stat", choices=("median", "min"), default="median",
                    help="which statistic of the samples is `ms` (default: median)")
     p.add_argument("--no-inductor", action="store_true", help="skip inductor")
@@ -418,19 +466,19 @@ def main(argv=None) -> int:
                      f"{torch.get_num_threads()} OpenMP threads wait for descheduled threads (ms-sized steps "
                      "in eager/inductor times); --threads 1 gives steadier numbers")
         print("note: " + notes[-1], file=sys.stderr)
-    timer = make_timer(device, args.stat)
+    sampler = make_sampler(device)
 
-    copy = copy_bandwidth(device, timer, max(args.repeat, 5))
+    copy = copy_bandwidth(device, sampler, max(args.repeat, 5), args.stat)
     print(f"copy bandwidth: {copy['GBps']:.1f} GB/s", file=sys.stderr)
     rows = []
     for name in names:
         for size in sizes:
             t0 = time.perf_counter()
-            row = run_case(cases.CASES[name], size, device, labels, timer, args.repeat, copy["GBps"])
+            row = run_case(cases.CASES[name], size, device, labels, sampler, args, copy["GBps"])
             rows.append(row)
             ms = ", ".join(f"{l} {_f(row[l].get('ms'), '{:.4g}')} ms ({row[l]['status']})" for l in labels)
             print(f"{name}/{size}: {ms}  [{time.perf_counter() - t0:.1f} s]", file=sys.stderr)
-    result = {"environment": env, "repeat": args.repeat, "stat": args.stat, "backends": labels, "copy": copy,
+    result = {"environment": env, "repeat": args.repeat, "rounds": args.rounds, "stat": args.stat, "backends": labels, "copy": copy,
               "rows": rows, "summary": summarize(rows, labels), "notes": notes}
     print(report_text(result))
     if args.json:

@@ -245,6 +245,11 @@ def _check_no_runner_utils_calls(module: ir.Module) -> None:
                 "into loops, instead of running the pipeline text with a PassManager")
 
 
+def _declares(module: ir.Module, symbol: str) -> bool:
+    return any(op.operation.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value == symbol
+               for op in module.body.operations)
+
+
 def _c_interface_names(module: ir.Module) -> list[str]:
     """Kernels with a C interface (`_mlir_ciface_<name>` after lowering to LLVM)."""
     names = []
@@ -262,7 +267,12 @@ class CpuKernelLibrary:
     def __init__(self, module: ir.Module, opt_level: int = 3):
         _import_dynamo_first()
         _check_no_runner_utils_calls(module)
-        self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=check_loadable(runtime_libraries()))
+        libs = list(runtime_libraries())
+        if _declares(module, "GOMP_parallel"):  # lamina-omp-to-gomp ran: torch's libgomp
+            from .gomp import host_gomp_library
+
+            libs.append(host_gomp_library())
+        self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=check_loadable(libs))
         self._entries: dict[str, object] = {}
         # Materialize every kernel now: the JIT links lazily, and a symbol it cannot resolve
         # (a libm or compiler-rt function) must fail the compile (-> fallback), not the
@@ -352,7 +362,13 @@ class CpuTarget:
     devices = ("cpu",)  # kernels dereference host pointers: any other device would crash them
 
     def lower(self, module: ir.Module, dump=None) -> None:
+        """passes/cpu-tiled.pipeline, then lamina-omp-to-gomp where torch runs on libgomp:
+        the kernels' parallel loops share torch's thread pool (codegen/gomp.py)."""
+        from .gomp import host_gomp_library, omp_to_gomp
+
         lower_to_llvm(module)
+        if host_gomp_library():
+            omp_to_gomp(module)
 
     def schedule(self, module: ir.Module) -> None:
         """Target-specific rewrites and loop schedules on the kernels (L4).

@@ -294,3 +294,31 @@ def test_memory_plan_shares_the_arena_between_dead_intermediates():
     total = sum(4 * math.prod(shape) for shape, _ in intermediates)
     assert len(intermediates) >= 3 and 0 < plan.arena_bytes < total, plan.describe()
     assert len(plan.outputs) == 2, plan.describe()
+
+
+@pytest.mark.skipif(not __import__("lamina.codegen.gomp", fromlist=["x"]).host_gomp_library(),
+                    reason="torch here does not run on libgomp")
+def test_parallel_loops_run_on_torchs_libgomp_pool(tmp_path):
+    """lamina-omp-to-gomp: the tiled matmul's and the row kernel's parallel loops become
+    GOMP_parallel calls (no libomp fork left), give eager's result, and follow
+    torch.set_num_threads (the team size of torch's pool): 1 and 2 threads agree."""
+    w = torch.randn(96, 136)
+
+    def fn(x):
+        return torch.softmax(torch.relu(x @ w), -1)
+
+    x = torch.randn(520, 96)  # softmax rows 520 x 136: above the row kernel's parallel grain
+    out = torch.compile(fn, backend="lamina", options={"strict": True, "dump_ir": str(tmp_path)})(x)
+    torch.testing.assert_close(out, fn(x), rtol=1e-5, atol=1e-6)
+    (lowered,) = tmp_path.glob("*-target.mlir")
+    text = lowered.read_text()
+    assert "omp.parallel" not in text and "__kmpc" not in text
+    assert text.count("llvm.call @GOMP_parallel") >= 2
+    prev = torch.get_num_threads()
+    try:
+        torch._dynamo.reset()
+        torch.set_num_threads(1)
+        one = torch.compile(fn, backend="lamina")(x)
+    finally:
+        torch.set_num_threads(prev)
+    torch.testing.assert_close(one, out, rtol=0, atol=0)
