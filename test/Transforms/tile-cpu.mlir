@@ -8,7 +8,9 @@
 
 // PLAN-LABEL: func.func @mm_bias_relu
 // PLAN:       linalg.fill {lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}>}
-// PLAN:       linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 64, 64, 0>, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}, 1>}
+// The outer tiles divide the loops (100 = 2 x 50, 70 = 2 x 35: divisors in [32, 64]), so
+// every tile, and every register-tile remainder inside it, has a static shape.
+// PLAN:       linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 50, 35, 0>, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}, 1>}
 // PLAN:       linalg.generic
 // PLAN-SAME:  lamina.tile_id = 1000000 : i64, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}>
 // PLAN-NOT:   linalg.generic
@@ -19,8 +21,14 @@
 // Full 8x32 tiles: the accumulator is carried in registers across k, one FMA per row.
 // CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
 // CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
-// Peeled remainders are masked.
-// CHECK:       vector.create_mask
+// Peeled innermost first: the remainders (8x3, 2x32, 2x3) are static vectors, no masks.
+// CHECK-NOT:   vector.create_mask
+// CHECK:       -> (vector<8x3xf32>)
+// CHECK-NOT:   vector.create_mask
+// CHECK:       -> (vector<2x32xf32>)
+// CHECK-NOT:   vector.create_mask
+// CHECK:       -> (vector<2x3xf32>)
+// CHECK-NOT:   vector.create_mask
 // CHECK:       arith.maximumf {{.*}} : vector<8x32xf32>
 // CHECK:       bufferization.materialize_in_destination
 func.func @mm_bias_relu(%a: memref<100x48xf32>, %b: memref<48x70xf32>, %bias: memref<70xf32>, %out: memref<100x70xf32>) attributes {lamina.kernel = 1 : i64, llvm.emit_c_interface} {

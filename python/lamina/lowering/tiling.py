@@ -113,12 +113,33 @@ def _output_loop_dims(op) -> list[int] | None:
     return dims
 
 
-def _default_sizes(kinds: list[str], out_dims: list[int], k_size: int | None = None) -> tuple[list[int], list[int]]:
+def outer_tile(size: int | None, target: int, register: int) -> int:
+    """The outer (OpenMP) tile of a parallel loop of static `size`: `target` when it divides
+    the loop, else the divisor of `size` in [target/2, target] (no fewer tiles than
+    `target` gives) that is a multiple of the register tile if one is, else the largest;
+    the whole loop when it is no longer than `target`. A tile that divides its loop keeps every tile's shape static, so
+    the register-tile remainders inside it are static vectors too; a tile that does not
+    (no such divisor, or a dynamic loop: `target`) makes the last tile dynamic, and its
+    remainders masked vectors (500^3 matmul with 64x64 tiles: 18 GFLOP/s; with 50x50: ~90)."""
+    if size is None or size < 0 or size % target == 0:
+        return target
+    if size <= target:
+        return size
+    divisors = [d for d in range(max(1, target // 2), target + 1) if size % d == 0]
+    if not divisors:
+        return target
+    return min(divisors, key=lambda d: (d % register != 0, -d))
+
+
+def _default_sizes(kinds: list[str], out_dims: list[int], k_size: int | None = None,
+                   loop_sizes: list[int] | None = None) -> tuple[list[int], list[int]]:
     """Outer tile and register tile per loop: the last two output dims are (M, N), any
-    other parallel loops (batch) are tiled by 1; a single reduction loop of static size
-    `k_size` > K_BLOCK is blocked by K_BLOCK inside the outer tile (else whole), and steps by
-    1 inside (an outer-product update per k)."""
+    other parallel loops (batch) are tiled by 1; M and N by outer_tile() of their static
+    sizes (`loop_sizes`, -1 where dynamic) around OUTER_MN; a single reduction loop of
+    static size `k_size` > K_BLOCK is blocked by K_BLOCK inside the outer tile (else whole),
+    and steps by 1 inside (an outer-product update per k)."""
     n = len(kinds)
+    sizes = loop_sizes or [-1] * n
     outer = [0] * n
     inner = [1] * n
     par = [d for d in out_dims]
@@ -129,10 +150,12 @@ def _default_sizes(kinds: list[str], out_dims: list[int], k_size: int | None = N
         outer[d], inner[d] = 1, 1
     if len(par) >= 2:
         m, nn = par[-2], par[-1]
-        outer[m], outer[nn] = OUTER_MN
         inner[m], inner[nn] = register_mn()
+        outer[m] = outer_tile(sizes[m], OUTER_MN[0], inner[m])
+        outer[nn] = outer_tile(sizes[nn], OUTER_MN[1], inner[nn])
     elif len(par) == 1:
-        outer[par[0]], inner[par[0]] = OUTER_MN[1], register_mn()[1]
+        inner[par[0]] = register_mn()[1]
+        outer[par[0]] = outer_tile(sizes[par[0]], OUTER_MN[1], inner[par[0]])
     return outer, inner
 
 
@@ -351,7 +374,7 @@ def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
         out_dims = _output_loop_dims(c)
         if out_dims is None or sorted(out_dims) != [i for i, k in enumerate(kinds) if k == "parallel"]:
             continue
-        outer, inner = _default_sizes(kinds, out_dims, _reduction_size(c, kinds))
+        outer, inner = _default_sizes(kinds, out_dims, _reduction_size(c, kinds), _static_loop_ranges(c))
         if TILE_SIZES in c.attributes:
             outer = _i64s(c.attributes[TILE_SIZES])
         else:
