@@ -115,8 +115,8 @@ def _output_loop_dims(op) -> list[int] | None:
 
 def outer_tile(size: int | None, target: int, register: int) -> int:
     """The outer (OpenMP) tile of a parallel loop of static `size`: `target` when it divides
-    the loop, else the divisor of `size` in [target/2, target] (no fewer tiles than
-    `target` gives) that is a multiple of the register tile if one is, else the largest;
+    the loop, else the divisor of `size` in [target/2, 5 target/4] that is a multiple of
+    the register tile if one is, else the closest to `target` (M = 130: 65, 500: 50);
     the whole loop when it is no longer than `target`. A tile that divides its loop keeps every tile's shape static, so
     the register-tile remainders inside it are static vectors too; a tile that does not
     (no such divisor, or a dynamic loop: `target`) makes the last tile dynamic, and its
@@ -125,10 +125,10 @@ def outer_tile(size: int | None, target: int, register: int) -> int:
         return target
     if size <= target:
         return size
-    divisors = [d for d in range(max(1, target // 2), target + 1) if size % d == 0]
+    divisors = [d for d in range(max(1, target // 2), target * 5 // 4 + 1) if size % d == 0]
     if not divisors:
         return target
-    return min(divisors, key=lambda d: (d % register != 0, -d))
+    return min(divisors, key=lambda d: (d % register != 0, abs(d - target)))
 
 
 def _default_sizes(kinds: list[str], out_dims: list[int], k_size: int | None = None,

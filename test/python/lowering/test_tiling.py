@@ -139,7 +139,7 @@ MATMUL_SHAPES = [
     (64, 64, 64),       # exactly one outer tile
     (100, 48, 70),      # remainders in M and N, at both tile levels
     (7, 13, 5),         # smaller than one register tile: all masked
-    (150, 40, 130),     # outer tiles 50 x 65 (divisors): static remainders in both dims
+    (150, 40, 130),     # outer tiles 75 x 65 (divisors): static remainders in both dims
     (131, 20, 67),      # primes: 64-tiles with a dynamic last tile (masked remainders)
     (1, 300, 129),      # a single row (a matrix-vector product)
     (65, 31, 97),
@@ -221,9 +221,11 @@ def test_default_decisions_recorded():
 
 @pytest.mark.parametrize("size,target,register,tile", [
     (512, 64, 6, 64),     # divides: the target
-    (500, 64, 6, 50),     # the largest divisor in [32, 64]
-    (520, 64, 16, 52),
-    (96, 64, 16, 48),     # a multiple of the register tile first (48 over 32)
+    (500, 64, 6, 50),     # the divisor in [32, 80] closest to 64
+    (130, 64, 6, 65),
+    (520, 64, 16, 65),
+    (96, 64, 16, 48),     # a multiple of the register tile first
+    (70, 64, 16, 70),
     (40, 64, 6, 40),      # shorter than the target: one tile
     (509, 64, 6, 64),     # a prime: the target (the last tile is dynamic)
     (-1, 64, 6, 64),      # dynamic
