@@ -8,26 +8,26 @@
 
 // PLAN-LABEL: func.func @mm_bias_relu
 // PLAN:       linalg.fill {lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}>}
-// The outer tiles divide the loops (100 = 2 x 50, 70 = 1 x 70: divisors in [32, 80]), so
+// The outer tiles divide the loops (100 = 2 x 50, 70 = 2 x 35: divisors in [32, 64]), so
 // every tile, and every register-tile remainder inside it, has a static shape.
-// PLAN:       linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 50, 70, 0>, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}, 1>}
+// PLAN:       linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 50, 35, 0>, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}, 1>}
 // PLAN:       linalg.generic
 // PLAN-SAME:  lamina.tile_id = 1000000 : i64, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}>
 // PLAN-NOT:   linalg.generic
 
 // CHECK-LABEL: func.func @mm_bias_relu
 // CHECK-NOT:   linalg.
-// CHECK:       scf.forall (%{{.*}}) in (2)
+// CHECK:       scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
 // Full 8x32 tiles: the accumulator is carried in registers across k, one FMA per row.
 // CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
 // CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
-// Peeled innermost first: the remainders (8x6, 2x32, 2x6) are static vectors, no masks.
+// Peeled innermost first: the remainders (8x3, 2x32, 2x3) are static vectors, no masks.
 // CHECK-NOT:   vector.create_mask
-// CHECK:       -> (vector<8x6xf32>)
+// CHECK:       -> (vector<8x3xf32>)
 // CHECK-NOT:   vector.create_mask
 // CHECK:       -> (vector<2x32xf32>)
 // CHECK-NOT:   vector.create_mask
-// CHECK:       -> (vector<2x6xf32>)
+// CHECK:       -> (vector<2x3xf32>)
 // CHECK-NOT:   vector.create_mask
 // CHECK:       arith.maximumf {{.*}} : vector<8x32xf32>
 // CHECK:       bufferization.materialize_in_destination
@@ -50,6 +50,23 @@ func.func @mm_bias_relu(%a: memref<100x48xf32>, %b: memref<48x70xf32>, %bias: me
     linalg.yield %s : f32
   } -> tensor<100x70xf32>
   bufferization.materialize_in_destination %r2 in restrict writable %out : (tensor<100x70xf32>, memref<100x70xf32>) -> ()
+  return
+}
+
+// A column remainder wider than one vector register (61 = 32 + 29, 16 lanes) is split at
+// the register width (16 + 13): a 29-wide accumulator would be rebuilt lane by lane.
+// CHECK-LABEL: func.func @mm_wide_remainder
+// CHECK:       -> (vector<8x32xf32>)
+// CHECK-NOT:   vector<8x29xf32>
+// CHECK:       -> (vector<8x16xf32>, vector<8x13xf32>)
+func.func @mm_wide_remainder(%a: memref<16x8xf32>, %b: memref<8x61xf32>, %out: memref<16x61xf32>) attributes {lamina.kernel = 4 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<16x8xf32> to tensor<16x8xf32>
+  %B = bufferization.to_tensor %b restrict : memref<8x61xf32> to tensor<8x61xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x61xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x61xf32>) -> tensor<16x61xf32>
+  %m = linalg.matmul ins(%A, %B : tensor<16x8xf32>, tensor<8x61xf32>) outs(%f : tensor<16x61xf32>) -> tensor<16x61xf32>
+  bufferization.materialize_in_destination %m in restrict writable %out : (tensor<16x61xf32>, memref<16x61xf32>) -> ()
   return
 }
 

@@ -115,8 +115,9 @@ def _output_loop_dims(op) -> list[int] | None:
 
 def outer_tile(size: int | None, target: int, register: int) -> int:
     """The outer (OpenMP) tile of a parallel loop of static `size`: `target` when it divides
-    the loop, else the divisor of `size` in [target/2, 5 target/4] that is a multiple of
-    the register tile if one is, else the closest to `target` (M = 130: 65, 500: 50);
+    the loop, else the divisor of `size` in [target/2, target] (else in (target, 5 target/4])
+    that is a multiple of the register tile if one is, else the closest to `target`
+    (M = 500: 50, 70: 35, 130: 65);
     the whole loop when it is no longer than `target`. A tile that divides its loop keeps every tile's shape static, so
     the register-tile remainders inside it are static vectors too; a tile that does not
     (no such divisor, or a dynamic loop: `target`) makes the last tile dynamic, and its
@@ -125,7 +126,8 @@ def outer_tile(size: int | None, target: int, register: int) -> int:
         return target
     if size <= target:
         return size
-    divisors = [d for d in range(max(1, target // 2), target * 5 // 4 + 1) if size % d == 0]
+    divisors = [d for d in range(max(1, target // 2), target + 1) if size % d == 0] or \
+        [d for d in range(target + 1, target * 5 // 4 + 1) if size % d == 0]
     if not divisors:
         return target
     return min(divisors, key=lambda d: (d % register != 0, abs(d - target)))
@@ -223,6 +225,31 @@ def _any(n: int) -> str:
     return ", ".join(["!transform.any_op"] * n)
 
 
+def _peel_and_split_remainder(loop: str, split: list[int]) -> list[str]:
+    """Peel `loop`; tile the op in its remainder (if any: a loop that divides evenly peels
+    into an empty remainder handle, which the foreach skips) by `split` and peel that loop
+    too (failures suppressed)."""
+    A, F = "!transform.any_op", '!transform.op<"scf.for">'
+    return [f'transform.foreach {loop} : {A} {{\n'
+            f'^bb0(%l: {A}):\n'
+            f'  transform.sequence %l : {A} failures(suppress) {{\n'
+            f'  ^bb1(%l1: {A}):\n'
+            f'    %fl = transform.cast %l1 : {A} to {F}\n'
+            f'    %main, %rem = transform.loop.peel %fl : ({F}) -> ({A}, {A})\n'
+            f'    transform.foreach %rem : {A} {{\n'
+            f'    ^bb2(%r: {A}):\n'
+            f'      %rop = transform.structured.match interface{{LinalgOp}} in %r : ({A}) -> {A}\n'
+            f'      transform.foreach %rop : {A} {{\n'
+            f'      ^bb3(%o: {A}):\n'
+            f'        %rt, %rl = transform.structured.tile_using_for %o tile_sizes {_arr(split)} : ({A}) -> ({A}, {A})\n'
+            f'        %frl = transform.cast %rl : {A} to {F}\n'
+            f'        %m2, %r2 = transform.loop.peel %frl : ({F}) -> ({A}, {A})\n'
+            f'      }}\n'
+            f'    }}\n'
+            f'  }}\n'
+            f'}}']
+
+
 def build_schedule(items: list[dict]) -> str:
     """A transform module whose @__transform_main(%f) tiles every item (one contraction each)."""
     A = "!transform.any_op"
@@ -256,8 +283,19 @@ def build_schedule(items: list[dict]) -> str:
         lc = ", ".join(f"%lc{t}_{j}" for j in range(len(nz)))
         body.append(f'%cv{t}, {lc} = transform.structured.tile_using_for {ct} tile_sizes {_arr(it["c_inner"])} : ({A}) -> ({_any(1 + len(nz))})')
         nzi = [i for i, x in enumerate(it["c_inner"]) if x]
-        loops += [f"%lc{t}_{j}" for j, i in enumerate(nzi)
-                  if it["c_kinds"][i] == "parallel" and it["c_inner"][i] > 1]
+        lanes = vector_lanes()
+        for j, i in enumerate(nzi):
+            if it["c_kinds"][i] != "parallel" or it["c_inner"][i] <= 1:
+                continue
+            if i == it.get("n_dim") and it["c_inner"][i] > lanes:
+                # The column remainder of a register tile wider than one vector register
+                # (16 = 2 x 8 on AVX2) is split at the register width: a 13-wide remainder
+                # is slow (LLVM rebuilds a vector<6x13> accumulator lane by lane on every k
+                # step: 384x256 @ 256x61 at 25 GFLOP/s, 48-wide at 75), 8 + 5 is not.
+                split = [lanes if d == i else 0 for d in range(len(it["c_inner"]))]
+                body += _peel_and_split_remainder(f"%lc{t}_{j}", split)
+            else:
+                loops.append(f"%lc{t}_{j}")
         others = []
         if not it["root_is_c"]:
             others.append((f"%rt{t}", it["root_inner"], "e"))
@@ -284,6 +322,18 @@ def build_schedule(items: list[dict]) -> str:
                 f'    ^bb2(%o1: {A}):\n'
                 f'      transform.structured.vectorize %o1 : {A}\n'
                 f'    }}\n  }}\n}}')
+    # A kernel whose outer tile is the whole iteration space has no forall left (a 16x61
+    # matmul): vectorize its tiled pieces (the contraction's and the epilogue's, found by
+    # their tile ids) the same way, so static remainders get static vectors there too.
+    for it in items:
+        for tid in ([it["id"]] + ([] if it["root_is_c"] else [it["id"] + 1000000])):
+            body.append(f'%tiled{tid} = transform.structured.match interface{{LinalgOp}} '
+                        f'attributes{{{TILE_ID} = {tid} : i64}} in %f : ({A}) -> {A}')
+            body.append(f'transform.foreach %tiled{tid} : {A} {{\n  ^bb1(%o: {A}):\n'
+                        f'    transform.sequence %o : {A} failures(suppress) {{\n'
+                        f'    ^bb2(%o1: {A}):\n'
+                        f'      transform.structured.vectorize %o1 : {A}\n'
+                        f'    }}\n}}')
     body.append('%v = transform.cast %f : !transform.any_op to !transform.any_op')
     seen = set()
     for it in items:
@@ -403,7 +453,7 @@ def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
         # tiles only parallel loops.
         k_block = [outer[i] if k == "reduction" else 0 for i, k in enumerate(kinds)]
         forall_outer = [0 if k == "reduction" else outer[i] for i, k in enumerate(kinds)]
-        item = dict(id=tid, root_is_c=root is None, c_inner=inner, c_kinds=kinds,
+        item = dict(id=tid, root_is_c=root is None, c_inner=inner, c_kinds=kinds, n_dim=out_dims[-1],
                     k_block=k_block if any(k_block) else None,
                     root_outer=forall_outer if root is None else par_outer,
                     root_inner=inner if root is None else par_inner,

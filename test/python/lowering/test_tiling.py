@@ -141,6 +141,7 @@ MATMUL_SHAPES = [
     (7, 13, 5),         # smaller than one register tile: all masked
     (150, 40, 130),     # outer tiles 75 x 65 (divisors): static remainders in both dims
     (131, 20, 67),      # primes: 64-tiles with a dynamic last tile (masked remainders)
+    (70, 30, 61),       # a column remainder wider than a vector register: split (8 + 5 / 16 + 13)
     (1, 300, 129),      # a single row (a matrix-vector product)
     (65, 31, 97),
 ]
@@ -150,8 +151,10 @@ MATMUL_SHAPES = [
 def test_matmul_bias_relu(M, K, N):
     lib, tiled_ir = compile_tiled(matmul_kernel(M, K, N, bias=True, relu=True))
     assert "vector.fma" in tiled_ir and "linalg.matmul" not in tiled_ir
-    # One 64x64 tile only: the single-iteration forall is folded away.
-    assert ("scf.forall" in tiled_ir) == (M > 64 or N > 64)
+    # One outer tile only: the single-iteration forall is folded away.
+    from lamina.lowering.tiling import OUTER_MN, outer_tile, register_mn
+    tiles = [-(-size // outer_tile(size, t, r)) for size, t, r in zip((M, N), OUTER_MN, register_mn())]
+    assert ("scf.forall" in tiled_ir) == (tiles[0] * tiles[1] > 1)
     a, b, c = rand(M, K), rand(K, N), rand(N)
     out = torch.empty(M, N)
     lib.launch("k", [a, b, c], [out])
@@ -221,11 +224,12 @@ def test_default_decisions_recorded():
 
 @pytest.mark.parametrize("size,target,register,tile", [
     (512, 64, 6, 64),     # divides: the target
-    (500, 64, 6, 50),     # the divisor in [32, 80] closest to 64
+    (500, 64, 6, 50),     # the divisor in [32, 64] closest to 64
     (130, 64, 6, 65),
-    (520, 64, 16, 65),
+    (520, 64, 16, 52),
     (96, 64, 16, 48),     # a multiple of the register tile first
-    (70, 64, 16, 70),
+    (70, 64, 16, 35),     # a divisor up to the target first
+    (130, 64, 16, 65),    # else one up to 5/4 of it
     (40, 64, 6, 40),      # shorter than the target: one tile
     (509, 64, 6, 64),     # a prime: the target (the last tile is dynamic)
     (-1, 64, 6, 64),      # dynamic
