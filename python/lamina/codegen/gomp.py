@@ -59,10 +59,15 @@ def host_gomp_library() -> str | None:
     return None
 
 
-def _inside(op, ancestor) -> bool:
+def _last(block):
+    ops = block.operations
+    return ops[len(ops) - 1]
+
+
+def _in_function(op, func) -> bool:
     while op is not None:
-        if op == ancestor:
-            return True
+        if op.name == "llvm.func":
+            return op == func
         op = op.parent
     return False
 
@@ -100,19 +105,21 @@ def _parallel_loop(par):
 
 
 def _captured(par) -> list[ir.Value]:
-    """Values used inside `par` but defined outside it, in first-use order."""
-    seen, out = set(), []
+    """Values used inside `par` but defined outside it, in first-use order (one walk that
+    collects both the operands and the values defined inside)."""
+    inside, used = set(), {}
 
     def visit(o):
         for v in o.operands:
-            d = _defining_op(v)
-            if not _inside(d, par) and v not in seen:
-                seen.add(v)
-                out.append(v)
+            used.setdefault(v, None)
+        inside.update(o.results)
+        for region in o.regions:
+            for b in region.blocks:
+                inside.update(b.arguments)
         return ir.WalkResult.ADVANCE
 
     par.walk(visit)
-    return out
+    return [v for v in used if v not in inside]
 
 
 def _struct(types) -> str:
@@ -233,14 +240,14 @@ def _outline(module: ir.Module, func, par, ws, nest, pre, name: str) -> None:
     mapping = {v: loads[i].result for i, v in enumerate(passed)}
 
     # Constants the region uses: cloned at the top of the outlined function.
-    first = list(entry.operations)[0]
+    first = entry.operations[0]
     for v in captured:
         d = _defining_op(v)
         if d.name in _CLONED_CONSTANTS and v not in mapping:
             with ir.InsertionPoint(first):
                 mapping[v] = d.clone().results[0]
     # Ops of the parallel region before the wsloop (constants): once per thread.
-    entry_term = list(entry.operations)[-1]
+    entry_term = _last(entry)
     for o in pre:
         o.move_before(entry_term)
 
@@ -253,35 +260,29 @@ def _outline(module: ir.Module, func, par, ws, nest, pre, name: str) -> None:
     ivs = [o.result for o in pre_block.operations if o.name == "llvm.add"][-dims:]
     # The ivs were computed innermost first (reversed dims): put them in loop order.
     ivs = list(reversed(ivs))
-    placeholder = list(pre_block.operations)[-1]
+    placeholder = _last(pre_block)
     with ir.InsertionPoint(placeholder), placeholder.location:
         _create("llvm.br", operands=ivs, successors=[body_entry])
     placeholder.erase()
     for b in body_blocks:
-        term = list(b.operations)[-1]
+        term = _last(b)
         if term.name == "omp.yield":
             with ir.InsertionPoint(term), term.location:
                 _create("llvm.br", successors=[latch])
             term.erase()
 
-    def remap(o):
-        for i, v in enumerate(o.operands):
-            new = mapping.get(v)
-            if new is not None:
-                o.operands[i] = new
-        return ir.WalkResult.ADVANCE
-
-    for b in body_blocks:
-        for o in b.operations:
-            o.walk(remap)
-    for o in pre:
-        o.walk(remap)
+    # Uses of the captured values that moved into the outlined function now read its
+    # loads and clones (through the uses lists: cheaper than walking the moved body).
+    for old, new in mapping.items():
+        for use in list(old.uses):
+            if _in_function(use.owner, outlined):
+                use.owner.operands[use.operand_number] = new
 
     # The caller: a context struct (allocated once, in the entry block), the captured
     # values stored into it, and one GOMP_parallel call in place of omp.parallel.
     st = ir.Type.parse(_struct([v.type for v in fields]))
     fentry = func.regions[0].blocks[0]
-    with ir.InsertionPoint(list(fentry.operations)[0]), par.location:
+    with ir.InsertionPoint(fentry.operations[0]), par.location:
         one = _i64(1)
         ctx = _create("llvm.alloca", operands=[one], results=[ptr],
                       attributes={"elem_type": ir.TypeAttr.get(st),
