@@ -1,4 +1,5 @@
 // RUN: lamina-opt %s --lamina-expand-math | FileCheck %s
+// RUN: lamina-opt %s --lamina-expand-math=fma=1 | FileCheck %s --check-prefix=FMA
 
 // exp on an f32 scalar: clamp, n = round(x log2 e) by the 1.5*2^23 trick, Cody-Waite
 // reduction, a mulf/addf (Horner) chain, 2^n built from exponent bits (shli + bitcast).
@@ -34,7 +35,7 @@ func.func @exp_vector(%x: vector<8xf32>) -> vector<8xf32> {
   return %0 : vector<8xf32>
 }
 
-// sin: reduction modulo pi/2 in f64, quadrant bits from the rounded multiple, two polynomials.
+// sin: reduction modulo pi/2 in f64 (on hosts without FMA the only one; see FMA below), quadrant bits from the rounded multiple, two polynomials.
 // CHECK-LABEL: func.func @sin_scalar_and_vector
 // CHECK-NOT: math.sin
 // CHECK: arith.extf {{.*}} : f32 to f64
@@ -46,6 +47,19 @@ func.func @exp_vector(%x: vector<8xf32>) -> vector<8xf32> {
 // CHECK: arith.truncf {{.*}} : vector<8xf64> to vector<8xf32>
 // CHECK-NOT: math.sin
 // CHECK: return
+// With FMA, |x| <= 2^17 has an f32 reduction (x - j PF1 - j PF2 - j PF3, three fmas). A
+// scalar computes both reductions and selects; a vector branches on all its lanes being in
+// range (scf.if), its else branch selecting per lane as the scalar does.
+// FMA-LABEL: func.func @sin_scalar_and_vector
+// FMA: math.fma {{.*}} : f32
+// FMA: arith.extf {{.*}} : f32 to f64
+// FMA: vector.reduction <and>, {{.*}} : vector<8xi1> into i1
+// FMA-NEXT: scf.if {{.*}} -> (vector<8xf32>) {
+// FMA: math.fma {{.*}} : vector<8xf32>
+// FMA-NOT: arith.extf
+// FMA: } else {
+// FMA: arith.extf {{.*}} : vector<8xf32> to vector<8xf64>
+// FMA: arith.select
 func.func @sin_scalar_and_vector(%x: f32, %v: vector<8xf32>) -> (f32, vector<8xf32>) {
   %0 = math.sin %x : f32
   %1 = math.sin %v : vector<8xf32>

@@ -380,10 +380,15 @@ class CpuTarget:
         from ..lowering import vector_math
         from ..transforms.registry import run_pass
 
+        late = "sin,cos" if tiling_enabled() else ""
         if vector_math.enabled():
-            run_pass("lamina-expand-math", module)
+            run_pass("lamina-expand-math", module, skip=late)
         if tiling_enabled():
             run_pass("lamina-tile-cpu", module)
+        if vector_math.enabled() and late:
+            # sin/cos after vectorization: as vector ops they branch per vector to the cheap
+            # f32 reduction when every lane is in its range.
+            run_pass("lamina-expand-math", module)
 
     def load(self, module: ir.Module) -> CpuKernelLibrary:
         return CpuKernelLibrary(module, opt_level=int(os.environ.get("LAMINA_OPT_LEVEL", "3")))

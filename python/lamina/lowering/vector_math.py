@@ -56,7 +56,7 @@ from fractions import Fraction
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, math
+from mlir.dialects import arith, math, scf, vector
 
 from lamina.transforms.registry import register_pass
 
@@ -111,6 +111,11 @@ PIO2_1 = float(Fraction(int(_PIO2 * 2 ** 29), 2 ** 29))
 PIO2_2 = float(_PIO2 - Fraction(PIO2_1))
 TWO_OVER_PI = float(2 / _PI)
 SIN_COS_RANGE = 2.0 ** 23 * float(_PIO2)
+# pi/2 = PIO2F_1 + PIO2F_2 + PIO2F_3 (+ ~2^-75), f32 parts, for the FMA reduction of |x| <= 2^17
+PIO2F_1 = float(np.float32(float(_PIO2)))
+PIO2F_2 = float(np.float32(float(_PIO2 - Fraction(PIO2F_1))))
+PIO2F_3 = float(np.float32(float(_PIO2 - Fraction(PIO2F_1) - Fraction(PIO2F_2))))
+SIN_COS_FAST_RANGE = 2.0 ** 17
 
 EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
 LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
@@ -248,18 +253,51 @@ def log1p_(E, x):
     return _log_specials(E, x, res, -1.0)
 
 
-def _sincos(E, x, quadrant_shift):
+def _reduce_pio2_f64(E, x):
+    """(r, j mod 4): r = x - j pi/2 in f64 (exact j*P1, |j| < 2^23), rounded to f32."""
     xd = E.ext(x)
     jm = E.add(E.mul(xd, E.f(TWO_OVER_PI, 64)), E.f(MAGIC64, 64))
     q = E.and_(E.trunci(E.bits(jm)), E.i(3))                  # j mod 4, from the mantissa bits
     j = E.sub(jm, E.f(MAGIC64, 64))
-    r = E.trunc(E.sub(E.sub(xd, E.mul(j, E.f(PIO2_1, 64))), E.mul(j, E.f(PIO2_2, 64))))
+    return E.trunc(E.sub(E.sub(xd, E.mul(j, E.f(PIO2_1, 64))), E.mul(j, E.f(PIO2_2, 64)))), q
+
+
+def _reduce_pio2_f32(E, x):
+    """(r, j mod 4) in f32 for |x| <= SIN_COS_FAST_RANGE, with fused multiply-adds: j = round(2x/pi),
+    r = ((x - j PF1) - j PF2) - j PF3 (pi/2 = PF1 + PF2 + PF3 in f32 parts; x - j PF1 is exact,
+    the next two steps round once each): 2 ulp for sin and cos up to 2^17 (docs/vector-math.md)."""
+    jm = E.add(E.mul(x, E.f(TWO_OVER_PI)), E.f(MAGIC32))
+    q = E.and_(E.bits(jm), E.i(3))                            # j mod 4, from the mantissa bits
+    j = E.neg(E.sub(jm, E.f(MAGIC32)))
+    r = E.fma(j, E.f(PIO2F_1), x)
+    r = E.fma(j, E.f(PIO2F_2), r)
+    return E.fma(j, E.f(PIO2F_3), r), q
+
+
+def _sincos_poly(E, r, q, quadrant_shift):
     z = E.mul(r, r)
     s = E.add(r, E.mul(E.mul(_horner(E, z, SIN_P), z), r))
     c = E.add(E.sub(E.f(1.0), E.mul(E.f(0.5), z)), E.mul(E.mul(_horner(E, z, COS_P), z), z))
     q = E.iadd(q, E.i(quadrant_shift))
     v = E.select(E.icmp("ne", E.and_(q, E.i(1)), E.i(0)), c, s)
-    v = E.select(E.icmp("ne", E.and_(q, E.i(2)), E.i(0)), E.neg(v), v)
+    return E.select(E.icmp("ne", E.and_(q, E.i(2)), E.i(0)), E.neg(v), v)
+
+
+def _sincos(E, x, quadrant_shift):
+    def f64_path():
+        return _sincos_poly(E, *_reduce_pio2_f64(E, x), quadrant_shift)
+
+    if E.use_fma:
+        # |x| <= 2^17 (all of a typical tensor): the f32 reduction. A vector whose lanes are
+        # all in range runs only that (E.unless_all: a branch per vector); any other runs
+        # both and selects per lane, so every element gets the same bits either way.
+        def fast():
+            return _sincos_poly(E, *_reduce_pio2_f32(E, x), quadrant_shift)
+
+        in_range = E.cmp("ole", E.abs(x), E.f(SIN_COS_FAST_RANGE))
+        v = E.unless_all(in_range, fast, lambda: E.select(in_range, fast(), f64_path()))
+    else:
+        v = f64_path()
     # Past SIN_COS_RANGE the reduction is inexact: keep the (inaccurate) result in [-1, 1].
     # inf and nan give nan; x = +-0 gives x (the polynomial would lose -0.0).
     v = E.minnum(E.maxnum(v, E.f(-1.0)), E.f(1.0))
@@ -364,10 +402,25 @@ _CMPI = {"eq": arith.CmpIPredicate.eq, "ne": arith.CmpIPredicate.ne, "slt": arit
 class Mlir:
     """Builds arith ops at the current insertion point, on the shape of `like` (scalar/vector/tensor)."""
 
-    def __init__(self, like: ir.Type, fma: bool = False):
+    def __init__(self, like: ir.Type, fma: bool = False, branch: bool = False):
         self.shaped = like if isinstance(like, ir.ShapedType) else None
         self.use_fma = fma
+        self.branch = branch and isinstance(like, ir.VectorType)
         self._types = {}
+
+    def unless_all(self, cond, fast, full):
+        """fast() if every lane of `cond` holds, else full() (which must equal fast() on those
+        lanes): an scf.if on the vector's lanes where a branch is allowed (vector code outside
+        linalg bodies, `branch`), else full() straight-line."""
+        if not self.branch:
+            return full()
+        all_lanes = vector.reduction(ir.IntegerType.get_signless(1), vector.CombiningKind.AND, cond)
+        branch = scf.IfOp(all_lanes, [self._t(ir.F32Type.get())], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            scf.YieldOp([fast()])
+        with ir.InsertionPoint(branch.else_block):
+            scf.YieldOp([full()])
+        return branch.result
 
     def fma(self, a, b, c):
         """a * b + c: one math.fma on f32 when allowed, else a rounded multiply and add."""
@@ -460,6 +513,10 @@ class Numpy:
 
     def __init__(self, like=None, fma: bool = False):
         self.use_fma = fma
+
+    @staticmethod
+    def unless_all(cond, fast, full):
+        return full()   # equal to fast() wherever cond holds
 
     @staticmethod
     def width(v):
@@ -596,23 +653,35 @@ def powi_(E, x, k: int):
     return E.div(E.f(1.0), acc) if k < 0 else acc
 
 
-def expand_math(module: ir.Module | ir.Operation, fma: bool | None = None) -> int:
-    """Rewrite every f32 math.{exp,log,log1p,expm1,sin,cos,tanh,erf,powf,rsqrt} into arith ops
-    (math.fma in the polynomials when `fma`; default host_has_fma())."""
+def _in_linalg_body(op) -> bool:
+    op = op.parent
+    while op is not None:
+        if op.name.startswith("linalg."):
+            return True
+        op = op.parent
+    return False
+
+
+def expand_math(module: ir.Module | ir.Operation, fma: bool | None = None, skip=()) -> int:
+    """Rewrite every f32 math.{exp,log,log1p,expm1,sin,cos,tanh,erf,powf,rsqrt} (but those
+    named in `skip`) into arith ops (math.fma in the polynomials when `fma`; default
+    host_has_fma()). Vector ops outside linalg bodies (after vectorization) may get a branch
+    per vector (sin/cos: the f32 reduction when every lane is in its range)."""
     fma = host_has_fma() if fma is None else fma
     root = module.operation if isinstance(module, ir.Module) else module
     targets = []
 
     def collect(o):
         name = o.name
-        if name.startswith("math.") and name[5:] in ALGORITHMS and _f32_element(o.results[0].type):
+        if name.startswith("math.") and name[5:] in ALGORITHMS and name[5:] not in skip \
+                and _f32_element(o.results[0].type):
             targets.append(o)
         return ir.WalkResult.ADVANCE
 
     root.walk(collect)
     for o in targets:
         with ir.InsertionPoint(o), o.location:
-            E = Mlir(o.results[0].type, fma=fma)
+            E = Mlir(o.results[0].type, fma=fma, branch=not _in_linalg_body(o))
             k = _constant_value(o.operands[1]) if o.name == "math.powf" else None
             if k is not None and k in SMALL_POWERS:
                 new = powi_(E, o.operands[0], int(k))
@@ -626,6 +695,9 @@ def expand_math(module: ir.Module | ir.Operation, fma: bool | None = None) -> in
 @register_pass("lamina-expand-math", level="L3",
                description="f32 math.exp/log/log1p/expm1/sin/cos/tanh/erf/powf/rsqrt to range reduction + "
                            "polynomials in arith ops (vectorizable; no libm calls)")
-def expand_math_pass(module: ir.Module, fma: str | None = None, **options) -> None:
-    """`lamina-opt --lamina-expand-math=fma=0|1` fixes the FMA setting (default: the host's)."""
-    expand_math(module, fma=None if fma is None else str(fma).strip() not in ("0", "false", "no", "off"))
+def expand_math_pass(module: ir.Module, fma: str | None = None, skip: str = "", **options) -> None:
+    """`lamina-opt --lamina-expand-math="fma=0|1 skip=sin,cos"`: fma fixes the FMA setting
+    (default: the host's); skip leaves those ops for a later run (the CPU target expands
+    sin/cos after vectorization, where they may branch per vector)."""
+    expand_math(module, fma=None if fma is None else str(fma).strip() not in ("0", "false", "no", "off"),
+                skip=tuple(n.strip() for n in str(skip).replace(":", ",").split(",") if n.strip()))

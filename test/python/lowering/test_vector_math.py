@@ -38,7 +38,7 @@ UNARY = {  # name: (torch fn, domain [lo, hi] of the ulp contract)
     "erf": (torch.erf, (-FMAX, FMAX)),
     "rsqrt": (torch.rsqrt, (0.0, FMAX)),
 }
-VECTOR = ("exp", "sin", "erf")
+VECTOR = ("exp", "sin", "cos", "erf")
 N_DENSE, N_BITS = 1_000_000, 2_000_000
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, -1e-40, 1.1754944e-38,
                      -1.0, 1.0, 0.5, -0.5, 88.72283, 88.72284, -87.33654, -103.97, -104.0, 1e-8, -1e-8],
@@ -180,6 +180,19 @@ def test_unary_ulp(jit, jit_libm, name):
 def test_vector_operands(jit, name):
     x = _inputs(*UNARY[name][1], seed=7)
     np.testing.assert_array_equal(jit(f"v_{name}", x).view(np.int32), jit(name, x).view(np.int32))
+
+
+def test_sincos_branch_per_vector(jit):
+    """Vector sin/cos (outside linalg bodies) branch per vector with FMA: the f32 reduction
+    when every lane is within 2^17, else both reductions and a per-lane select (so the
+    bits never depend on the neighbours: test_vector_operands compares with the scalar
+    form); scalar ops in linalg bodies and hosts without FMA have no branch."""
+    for name in ("sin", "cos"):
+        vec = jit.text.split(f"func.func @v_{name}(")[1].split("func.func @")[0]
+        scalar = jit.text.split(f"func.func @{name}(")[1].split("func.func @")[0]
+        assert ("scf.if" in vec) == jit.fma
+        assert ("vector.reduction <and>" in vec) == jit.fma
+        assert "scf.if" not in scalar
 
 
 def test_specific_values(jit):
