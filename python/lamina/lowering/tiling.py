@@ -115,13 +115,13 @@ def _output_loop_dims(op) -> list[int] | None:
 
 def outer_tile(size: int | None, target: int, register: int) -> int:
     """The outer (OpenMP) tile of a parallel loop of static `size`: `target` when it divides
-    the loop, else the divisor of `size` in [target/2, target] (else in (target, 5 target/4])
-    that is a multiple of the register tile if one is, else the closest to `target`
-    (M = 500: 50, 70: 35, 130: 65);
-    the whole loop when it is no longer than `target`. A tile that divides its loop keeps every tile's shape static, so
-    the register-tile remainders inside it are static vectors too; a tile that does not
-    (no such divisor, or a dynamic loop: `target`) makes the last tile dynamic, and its
-    remainders masked vectors (500^3 matmul with 64x64 tiles: 18 GFLOP/s; with 50x50: ~90)."""
+    the loop; the whole loop when it is no longer than `target`; else a divisor of `size`
+    in [target/2, target] (else in (target, 5 target/4]), a multiple of the register tile
+    first, then the closest to `target` (M = 500: 50, 70: 35, 130: 65). A tile that divides
+    its loop keeps every tile's shape static, so the register-tile remainders inside it are
+    static vectors too; a tile that does not (no such divisor, or a dynamic loop: `target`)
+    makes the last tile dynamic and its remainders masked vectors (500^3 matmul with 64x64
+    tiles: 18 GFLOP/s; with 50x50 tiles: 76)."""
     if size is None or size < 0 or size % target == 0:
         return target
     if size <= target:
