@@ -127,14 +127,6 @@ def make_sampler(device):
     return sampler
 
 
-def time_alone(sampler, fn, repeat: int, stat: str = "median", warmup: int = 5) -> dict:
-    """One function: `warmup` untimed calls, then `repeat` samples."""
-    for _ in range(warmup):
-        fn()
-    samples, batch = sampler(fn, repeat)
-    return _stats(samples, stat, batch)
-
-
 def time_interleaved(sampler, fns: dict, repeat: int, rounds: int, stat: str = "median", warmup: int = 2) -> dict:
     """{label: stats} for several functions timed in `rounds` interleaved rounds: each round
     runs every function (the order rotated by one per round) for `warmup` untimed calls and
@@ -167,7 +159,7 @@ def copy_bandwidth(device, sampler, repeat: int, stat: str) -> dict:
     n = COPY_MIB * 2**20 // 4
     src = torch.randn(n, device=device)
     dst = torch.empty_like(src)
-    t = time_alone(sampler, lambda: dst.copy_(src), repeat, stat)
+    t = time_interleaved(sampler, {"copy": lambda: dst.copy_(src)}, repeat, 1, stat, warmup=5)["copy"]
     moved = 2 * n * 4
     return {"MiB": COPY_MIB, "bytes": moved, **t, "GBps": round(moved / t["ms"] / 1e6, 2)}
 
@@ -253,7 +245,7 @@ def run_case(case, size, device, labels, sampler, args, copy_gbps) -> dict:
                 timed[label] = (lambda f: lambda: f(*inst.inputs))(fn)
         try:
             stats = time_interleaved(sampler, timed, args.repeat, args.rounds, args.stat)
-        except Exception as e:  # noqa: BLE001 - find the backend that fails, time the others
+        except Exception:  # noqa: BLE001 - find the backend that fails, time the others
             stats = {}
             for label, call in timed.items():
                 try:

@@ -237,12 +237,11 @@ def _check_no_runner_utils_calls(module: ir.Module) -> None:
     The JIT would fail with "Symbols not found: memrefCopy" (runtime_libraries() has no
     MLIR runner utils); say what to do instead.
     """
-    for op in module.body.operations:
-        if op.operation.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value == "memrefCopy":
-            raise RuntimeLibraryError(
-                "lamina: the module calls memrefCopy (MLIR's runner utils, not linked): lower it with "
-                "lamina.codegen.cpu.lower_to_llvm(module, pipeline=...), which turns strided memref.copy "
-                "into loops, instead of running the pipeline text with a PassManager")
+    if _declares(module, "memrefCopy"):
+        raise RuntimeLibraryError(
+            "lamina: the module calls memrefCopy (MLIR's runner utils, not linked): lower it with "
+            "lamina.codegen.cpu.lower_to_llvm(module, pipeline=...), which turns strided memref.copy "
+            "into loops, instead of running the pipeline text with a PassManager")
 
 
 def _declares(module: ir.Module, symbol: str) -> bool:

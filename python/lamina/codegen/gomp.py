@@ -216,13 +216,8 @@ def _create(name, operands=(), results=(), attributes=None, successors=None):
                                attributes=attributes or {}, successors=successors)
 
 
-def _i64(v: int):
-    t = ir.IntegerType.get_signless(64)
-    return _create("llvm.mlir.constant", results=[t], attributes={"value": ir.IntegerAttr.get(t, v)}).result
-
-
-def _i32(v: int):
-    t = ir.IntegerType.get_signless(32)
+def _int(v: int, width: int):
+    t = ir.IntegerType.get_signless(width)
     return _create("llvm.mlir.constant", results=[t], attributes={"value": ir.IntegerAttr.get(t, v)}).result
 
 
@@ -283,7 +278,7 @@ def _outline(module: ir.Module, func, par, ws, nest, pre, name: str) -> None:
     st = ir.Type.parse(_struct([v.type for v in fields]))
     fentry = func.regions[0].blocks[0]
     with ir.InsertionPoint(fentry.operations[0]), par.location:
-        one = _i64(1)
+        one = _int(1, 64)
         ctx = _create("llvm.alloca", operands=[one], results=[ptr],
                       attributes={"elem_type": ir.TypeAttr.get(st),
                                   "alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 16)}).result
@@ -295,7 +290,7 @@ def _outline(module: ir.Module, func, par, ws, nest, pre, name: str) -> None:
             _create("llvm.store", operands=[v, p])
         fn = _create("llvm.mlir.addressof", results=[ptr],
                      attributes={"global_name": ir.FlatSymbolRefAttr.get(name)}).result
-        zero = _i32(0)
+        zero = _int(0, 32)
         _create("llvm.call", operands=[fn, ctx, zero, zero],
                 attributes={"callee": ir.FlatSymbolRefAttr.get("GOMP_parallel"),
                             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([4, 0]),

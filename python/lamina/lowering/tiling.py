@@ -225,6 +225,17 @@ def _any(n: int) -> str:
     return ", ".join(["!transform.any_op"] * n)
 
 
+def _try_vectorize_each(handle: str) -> str:
+    """Vectorize every op of `handle` at its static shape; an op that cannot be (a dynamic
+    shape) is left for the masked vectorization by its lamina.vector_sizes."""
+    A = "!transform.any_op"
+    return (f'transform.foreach {handle} : {A} {{\n  ^bb1(%o: {A}):\n'
+            f'    transform.sequence %o : {A} failures(suppress) {{\n'
+            f'    ^bb2(%o1: {A}):\n'
+            f'      transform.structured.vectorize %o1 : {A}\n'
+            f'    }}\n}}')
+
+
 def _peel_and_split_remainder(loop: str, split: list[int]) -> list[str]:
     """Peel `loop`; tile the op in its remainder (if any: a loop that divides evenly peels
     into an empty remainder handle, which the foreach skips) by `split` and peel that loop
@@ -287,7 +298,7 @@ def build_schedule(items: list[dict]) -> str:
         for j, i in enumerate(nzi):
             if it["c_kinds"][i] != "parallel" or it["c_inner"][i] <= 1:
                 continue
-            if i == it.get("n_dim") and it["c_inner"][i] > lanes:
+            if i == it["n_dim"] and it["c_inner"][i] > lanes:
                 # The column remainder of a register tile wider than one vector register
                 # (16 = 2 x 8 on AVX2) is split at the register width: a 13-wide remainder
                 # is slow (LLVM rebuilds a vector<6x13> accumulator lane by lane on every k
@@ -317,11 +328,7 @@ def build_schedule(items: list[dict]) -> str:
     body.append(f'%foralls = transform.structured.match ops{{["scf.forall"]}} in %f : ({A}) -> {A}')
     body.append(f'transform.foreach %foralls : {A} {{\n^bb0(%fo: {A}):\n'
                 f'  %tiled = transform.structured.match interface{{LinalgOp}} in %fo : ({A}) -> {A}\n'
-                f'  transform.foreach %tiled : {A} {{\n  ^bb1(%o: {A}):\n'
-                f'    transform.sequence %o : {A} failures(suppress) {{\n'
-                f'    ^bb2(%o1: {A}):\n'
-                f'      transform.structured.vectorize %o1 : {A}\n'
-                f'    }}\n  }}\n}}')
+                + _try_vectorize_each("%tiled") + '\n}')
     # A kernel whose outer tile is the whole iteration space has no forall left (a 16x61
     # matmul): vectorize its tiled pieces (the contraction's and the epilogue's, found by
     # their tile ids) the same way, so static remainders get static vectors there too.
@@ -329,11 +336,7 @@ def build_schedule(items: list[dict]) -> str:
         for tid in ([it["id"]] + ([] if it["root_is_c"] else [it["id"] + 1000000])):
             body.append(f'%tiled{tid} = transform.structured.match interface{{LinalgOp}} '
                         f'attributes{{{TILE_ID} = {tid} : i64}} in %f : ({A}) -> {A}')
-            body.append(f'transform.foreach %tiled{tid} : {A} {{\n  ^bb1(%o: {A}):\n'
-                        f'    transform.sequence %o : {A} failures(suppress) {{\n'
-                        f'    ^bb2(%o1: {A}):\n'
-                        f'      transform.structured.vectorize %o1 : {A}\n'
-                        f'    }}\n}}')
+            body.append(_try_vectorize_each(f"%tiled{tid}"))
     body.append('%v = transform.cast %f : !transform.any_op to !transform.any_op')
     seen = set()
     for it in items:

@@ -31,10 +31,13 @@ check the lowering.
   degree-8 polynomial in f = m - 1; e*ln2 added in two parts.
 * log1p: u = 1 + x split as in log, plus the rounding error of u, c/u (fdlibm's trick).
 * expm1: as exp, then 2^n (expm1(r) + 1 - 2^-n): exact near 0, no cancellation.
-* sin, cos: reduction modulo pi/2 in f64 (x and j = round(2x/pi) are exact there;
-  pi/2 = P1 + P2 with a 30-bit P1, so j*P1 is exact for |j| < 2^23), Cephes' sin and cos
-  polynomials on [-pi/4, pi/4] in f32, quadrant selection. Accurate for |x| <= 2^23*pi/2
-  (~1.3e7); beyond that the reduction loses bits and the result is only kept in [-1, 1].
+* sin, cos: with FMA, |x| <= 2^17 reduces modulo pi/2 in f32 (three fmas with pi/2 in
+  three f32 parts; a vector whose lanes are all in range branches to this alone);
+  otherwise in f64 (x and j = round(2x/pi) are exact there; pi/2 = P1 + P2 with a 30-bit
+  P1, so j*P1 is exact for |j| < 2^23), selected per lane, so a lane's bits never depend on
+  its neighbours. Cephes' sin and cos polynomials on [-pi/4, pi/4] in f32, quadrant
+  selection. Accurate for |x| <= 2^23*pi/2 (~1.3e7); beyond that the reduction loses bits
+  and the result is only kept in [-1, 1].
 * tanh: |x| < 0.625: Cephes' odd polynomial; else 1 - 2/(exp(2|x|) + 1) with the sign of
   x (|x| clamped at 10, where tanh is 1 in f32).
 * erf: |x| < 1: x P(x^2) (degree 7 in x^2); 1 <= |x| < 3.85: Q(|x| - 2.4375), a degree-14
@@ -700,4 +703,4 @@ def expand_math_pass(module: ir.Module, fma: str | None = None, skip: str = "", 
     (default: the host's); skip leaves those ops for a later run (the CPU target expands
     sin/cos after vectorization, where they may branch per vector)."""
     expand_math(module, fma=None if fma is None else str(fma).strip() not in ("0", "false", "no", "off"),
-                skip=tuple(n.strip() for n in str(skip).replace(":", ",").split(",") if n.strip()))
+                skip=tuple(n.strip() for n in str(skip).split(",") if n.strip()))
