@@ -10,7 +10,7 @@
 // PLAN:       linalg.fill {lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}>}
 // The outer tiles divide the loops (100 = 2 x 50, 70 = 2 x 35: divisors in [32, 64]), so
 // every tile, and every register-tile remainder inside it, has a static shape.
-// PLAN:       linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 50, 35, 0>, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}, 1>}
+// PLAN:       linalg.matmul {lamina.contraction = "tiled", lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 50, 35, 0>, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}, 1>}
 // PLAN:       linalg.generic
 // PLAN-SAME:  lamina.tile_id = 1000000 : i64, lamina.vector_sizes = array<i64: {{(8, 32|6, 16)}}>
 // PLAN-NOT:   linalg.generic
@@ -72,7 +72,7 @@ func.func @mm_wide_remainder(%a: memref<16x8xf32>, %b: memref<8x61xf32>, %out: m
 
 // A user override: 4x16 register tiles, 16x48 parallel tiles.
 // PLAN-LABEL: func.func @bmm_override
-// PLAN:       linalg.batch_matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 1, 16, 48, 0>, lamina.vector_sizes = array<i64: 1, 4, 16, 1>}
+// PLAN:       linalg.batch_matmul {lamina.contraction = "tiled", lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 1, 16, 48, 0>, lamina.vector_sizes = array<i64: 1, 4, 16, 1>}
 
 // CHECK-LABEL: func.func @bmm_override
 // CHECK:       scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
@@ -140,10 +140,10 @@ func.func @pointwise_override(%a: memref<1024x64xf32>, %b: memref<64xf32>, %out:
 // stays untiled: tiling it would assert in computeAllSliceParameters. (lamina-to-linalg
 // emits a fill instead; this is hand-written IR.)
 // PLAN-LABEL: func.func @matmul_k0
-// PLAN:       linalg.matmul ins
+// PLAN:       linalg.matmul {lamina.contraction = "tiled"} ins
 // PLAN-NOT:   lamina.tile_sizes
 // CHECK-LABEL: func.func @matmul_k0
-// CHECK:       linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<3x0xf32>, tensor<0x4xf32>)
+// CHECK:       linalg.matmul {lamina.contraction = "tiled"} ins(%{{.*}}, %{{.*}} : tensor<3x0xf32>, tensor<0x4xf32>)
 // CHECK-NOT:   scf.forall
 func.func @matmul_k0(%a: memref<3x0xf32>, %b: memref<0x4xf32>, %out: memref<3x4xf32>) attributes {lamina.kernel = 4 : i64, llvm.emit_c_interface} {
   %A = bufferization.to_tensor %a restrict : memref<3x0xf32> to tensor<3x0xf32>
@@ -159,7 +159,7 @@ func.func @matmul_k0(%a: memref<3x0xf32>, %b: memref<0x4xf32>, %out: memref<3x4x
 // PLAN-LABEL: func.func @bmm_m0
 // PLAN-NOT:   lamina.tile_sizes
 // CHECK-LABEL: func.func @bmm_m0
-// CHECK:       linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<2x0x8xf32>, tensor<2x8x4xf32>)
+// CHECK:       linalg.batch_matmul {lamina.contraction = "tiled"} ins(%{{.*}}, %{{.*}} : tensor<2x0x8xf32>, tensor<2x8x4xf32>)
 // CHECK-NOT:   scf.forall
 func.func @bmm_m0(%a: memref<2x0x8xf32>, %b: memref<2x8x4xf32>, %out: memref<2x0x4xf32>) attributes {lamina.kernel = 5 : i64, llvm.emit_c_interface} {
   %A = bufferization.to_tensor %a restrict : memref<2x0x8xf32> to tensor<2x0x8xf32>

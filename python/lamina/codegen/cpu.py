@@ -26,6 +26,7 @@ from mlir.execution_engine import ExecutionEngine
 from .._assets import asset_path
 from ..runtime.memref import descriptor
 from ..transforms.registry import register_pass
+from .blas import declares_blas, host_blas_library
 from .target import register_target
 
 
@@ -134,13 +135,16 @@ def _top_level_passes(pipeline: str) -> list[str]:
 
 
 def pipeline_steps(pipeline: str) -> list:
-    """The steps that lower a module: upstream pipeline texts and the Python `copies_to_loops`."""
+    """The steps that lower a module: upstream pipeline texts and, once everything is
+    bufferized, the Python steps `contractions_to_blas` (codegen/blas.py) and `copies_to_loops`."""
     passes = _top_level_passes(pipeline)
     names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
     if COPY_REWRITE_AFTER not in names:
         return [pipeline, copies_to_loops]
+    from .blas import contractions_to_blas
+
     cut = names.index(COPY_REWRITE_AFTER) + 1
-    steps = [f"builtin.module({', '.join(passes[:cut])})", copies_to_loops]
+    steps = [f"builtin.module({', '.join(passes[:cut])})", contractions_to_blas, copies_to_loops]
     if passes[cut:]:
         steps.append(f"builtin.module({', '.join(passes[cut:])})")
     return steps
@@ -271,6 +275,8 @@ class CpuKernelLibrary:
             from .gomp import host_gomp_library
 
             libs.append(host_gomp_library())
+        if declares_blas(module):  # lamina-contraction-to-blas ran: torch's BLAS
+            libs.append(host_blas_library())
         self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=check_loadable(libs))
         self._entries: dict[str, object] = {}
         # Materialize every kernel now: the JIT links lazily, and a symbol it cannot resolve

@@ -28,6 +28,8 @@ import os
 
 from mlir import ir
 
+from ..codegen.blas import is_library
+
 TILE_SIZES = "lamina.tile_sizes"
 VECTOR_SIZES = "lamina.vector_sizes"
 TILE_ID = "lamina.tile_id"
@@ -151,6 +153,16 @@ def _transpose_tile(op, sizes: list[int]) -> list[int] | None:
     return [1] * (n - 2) + [TRANSPOSE_TILE, TRANSPOSE_TILE]
 
 
+def _feeds_library_contraction(op) -> bool:
+    """An op that lamina-contraction-to-blas folds into its BLAS call, so it stays a plain
+    linalg op: the fill of the contraction's init (beta = 0) or the transpose of an operand
+    (a 'T' view), when the contraction is its only user."""
+    if op.operation.name not in ("linalg.fill", "linalg.transpose") or len(op.results) != 1:
+        return False
+    uses = list(op.results[0].uses)
+    return len(uses) == 1 and is_library(uses[0].owner)
+
+
 def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
     """Record the decisions on the ops of one kernel; return the schedule items.
 
@@ -159,6 +171,8 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
     keep their scalar inner loops (compensated sums do not vectorize as linalg reductions)."""
     items = []
     for op in block.operations:
+        if is_library(op) or _feeds_library_contraction(op):
+            continue  # a BLAS call after bufferization (codegen/blas.py)
         red = _reduction_loops(op)
         if red is not None:
             outer = reduction_sizes(*red)

@@ -42,6 +42,7 @@ from mlir import ir, passmanager
 from mlir.dialects import linalg
 from mlir.dialects.transform import interpreter
 
+from ..codegen.blas import is_library, mark_contractions
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
@@ -418,7 +419,7 @@ def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
     A contraction with a loop of static size 0 gets no plan (it stays untiled)."""
     items = []
     for c in _top_linalg_ops(func_op):
-        if not _is_contraction(c) or _has_empty_loop(c):
+        if not _is_contraction(c) or is_library(c) or _has_empty_loop(c):
             continue
         res_t = ir.RankedTensorType(c.results[0].type) if len(c.results) == 1 else None
         if res_t is None:
@@ -471,7 +472,8 @@ def plan_kernel(func_op, next_id: list[int]) -> list[dict]:
 
 
 def has_contraction(func_op) -> bool:
-    return any(_is_contraction(op) for op in _top_linalg_ops(func_op))
+    """A contraction this pass tiles (not one that runs on the host BLAS, codegen/blas.py)."""
+    return any(_is_contraction(op) and not is_library(op) for op in _top_linalg_ops(func_op))
 
 
 def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = False) -> bool:
@@ -479,6 +481,7 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     # Invalid IR would abort the process inside a pass or the interpreter (assertion build):
     # fail in Python instead, here and again after planning.
     func_op.operation.verify()
+    mark_contractions(func_op)
     if has_contraction(func_op):
         _fuse_elementwise(func_op)
         items = plan_kernel(func_op, [0])

@@ -13,6 +13,10 @@ and cut a new kernel
     already holds a contraction, so matmul epilogues stay pointwise, reductions (softmax,
     norms) get kernels of their own, and a transpose gets the vectorized transpose schedule
     (inside a contraction kernel it would stay a scalar loop).
+  * except that a transpose whose only user is the next op, a contraction of at least
+    LARGE_CONTRACTION_FLOPS, starts that contraction's kernel: a target reads it as a
+    strided view (the CPU's BLAS call takes F.linear's W^T as W with 'T'), so no transpose
+    kernel runs per call.
 Kernels are contiguous runs of a topologically ordered block, so the kernel graph is
 acyclic by construction. Constants are not grouped (outlining clones them into every
 kernel that uses them) unless the graph returns one directly.
@@ -30,6 +34,10 @@ KIND_ATTR = "lamina.kernel_kind"
 CONTRACTION_OPS = {"matmul"}
 REDUCTION_OPS = set(infer.REDUCE_OPS) | {"softmax", "log_softmax"}
 DATA_MOVEMENT_OPS = {"reshape", "transpose", "slice", "concat", "index_select", "broadcast_to"}
+# Contractions from this size (2*M*N*K per call, batches included) run as one library call
+# on the CPU (codegen/blas.py) rather than a tiled kernel; their transposed operands join
+# their kernel as views.
+LARGE_CONTRACTION_FLOPS = 2 * 128 * 128 * 64
 
 
 def op_kind(op_name: str) -> str:
@@ -85,9 +93,13 @@ def fuse_function(func_op) -> int:
     if any(_kernel_id(op) is not None for op in ops):
         return _complete_user_labels(groupable)
     kernel, has_contraction, started = 0, False, False
-    for op in groupable:
+    for i, op in enumerate(groupable):
         kind = op_kind(op.name)
         cut = kind == "contraction" or (kind in ("reduction", "data_movement") and has_contraction)
+        if kind == "contraction" and i > 0 and _folds_into_next(groupable[i - 1], op):
+            cut = False  # its transposed operand opened this kernel
+        elif i + 1 < len(groupable) and _folds_into_next(op, groupable[i + 1]):
+            cut = True
         if started and cut:
             kernel += 1
             has_contraction = False
@@ -95,6 +107,29 @@ def fuse_function(func_op) -> int:
         has_contraction |= kind == "contraction"
         _set_kernel(op, kernel)
     return kernel + 1 if started else 0
+
+
+def _contraction_flops(op: ir.Operation) -> int | None:
+    shapes = [ir.RankedTensorType(v.type).shape for v in list(op.operands[:2]) + [op.results[0]]
+              if isinstance(v.type, ir.RankedTensorType)]
+    if len(shapes) != 3 or any(d < 0 for s in shapes for d in s) or len(shapes[0]) < 2:
+        return None
+    a, out = shapes[0], shapes[2]
+    batch = 1
+    for d in out[:-2]:
+        batch *= d
+    return 2 * batch * out[-2] * out[-1] * a[-1]
+
+
+def _folds_into_next(op: ir.Operation, nxt: ir.Operation) -> bool:
+    """A transpose used only by `nxt`, a large contraction, as an operand."""
+    if op.name != "lamina.transpose" or op_kind(nxt.name) != "contraction":
+        return False
+    uses = list(op.results[0].uses)
+    if not uses or any(u.owner != nxt for u in uses):
+        return False
+    flops = _contraction_flops(nxt)
+    return flops is not None and flops >= LARGE_CONTRACTION_FLOPS
 
 
 def _complete_user_labels(ops: list[ir.Operation]) -> int:

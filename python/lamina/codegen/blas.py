@@ -1,0 +1,278 @@
+"""Contractions on the host BLAS: the choice (L4, on tensors) and lamina-contraction-to-blas
+(L5, on memrefs).
+
+A large fp32/fp64 matmul runs fastest on the BLAS torch itself calls (MKL's sgemm_ in
+libtorch_cpu: B panels packed per call, L1/L2 blocking, an assembly micro-kernel); lamina's
+own tiled kernel (tiling.py) reaches 60-85% of it and less where K or N is large (a 1000^3
+matmul: 65 against 112 GFLOP/s). So, like Inductor's extern mm and IREE's ukernels, a
+contraction can be `lamina.contraction = "library"`: tiling leaves it alone (the rest of its
+kernel, the bias/activation epilogue, is vectorized as a pointwise kernel), and after
+bufferization this pass replaces it with a call of a helper from passes/blas-gemm.mlir,
+which passes strided views to BLAS as they are ('N' or 'T' per operand: F.linear's W^T
+costs nothing) and falls back to a loop nest for views BLAS cannot describe. The graph
+still runs as one native call; BLAS threads on torch's OpenMP pool.
+
+The choice is an attribute a user can set first (`lamina.contraction = "tiled"` keeps a
+contraction tiled); the pass fills in `choose_contraction` for the others:
+LAMINA_CONTRACTION=tiled|library|auto (default auto: library for fp32/fp64 linalg.matmul
+and linalg.batch_matmul with static shapes, no zero dim, and at least LIBRARY_MIN_FLOPS
+per call, when the process has a BLAS exporting sgemm_/dgemm_).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+from mlir import ir
+
+from .._assets import asset_path
+from ..transforms.fusion import LARGE_CONTRACTION_FLOPS
+from ..transforms.registry import register_pass
+
+CONTRACTION = "lamina.contraction"
+# Below this many flops per call (2*M*N*K per batch) the tiled kernel keeps the contraction:
+# BLAS's per-call setup weighs more there, and the tiled kernel fuses its epilogue in
+# registers (the attention and MLP cases of the small benchmark sizes). lamina-fuse uses
+# the same size to put a transposed operand into the contraction's kernel.
+LIBRARY_MIN_FLOPS = LARGE_CONTRACTION_FLOPS
+
+_GEMM = {"f32": "sgemm_", "f64": "dgemm_"}
+_BYTES = {"f32": 4, "f64": 8}
+
+
+@functools.lru_cache(maxsize=None)
+def host_blas_library() -> str | None:
+    """The loaded library exporting the Fortran BLAS sgemm_ and dgemm_ (torch's libtorch_cpu,
+    which links MKL), or None (LAMINA_CONTRACTION=tiled, or no such library)."""
+    if os.environ.get("LAMINA_CONTRACTION", "").strip().lower() == "tiled":
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    try:
+        lib = ctypes.CDLL(path)
+        lib.sgemm_, lib.dgemm_  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    return path
+
+
+def _mode() -> str:
+    mode = os.environ.get("LAMINA_CONTRACTION", "auto").strip().lower() or "auto"
+    if mode not in ("auto", "tiled", "library"):
+        raise ValueError(f"LAMINA_CONTRACTION={mode!r}: expected tiled, library or auto")
+    return mode
+
+
+def _element_type_name(op) -> str | None:
+    names = {str(ir.ShapedType(v.type).element_type) for v in list(op.operands) + list(op.results)
+             if isinstance(v.type, ir.ShapedType)}
+    return names.pop() if len(names) == 1 and names <= set(_GEMM) else None
+
+
+def _blas_representable(op) -> bool:
+    """A plain (batch_)matmul on static, non-empty fp32/fp64 tensors."""
+    if op.operation.name not in ("linalg.matmul", "linalg.batch_matmul"):
+        return False
+    if not _default_maps(op) or _element_type_name(op) is None:
+        return False  # transposed/broadcast matmul forms: the tiled kernel handles those
+    for v in list(op.operands) + list(op.results):
+        t = ir.RankedTensorType(v.type) if isinstance(v.type, ir.RankedTensorType) else None
+        if t is None or not t.has_static_shape or 0 in t.shape:
+            return False
+    return True
+
+
+_DEFAULT_MAPS = {
+    "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
+                     "affine_map<(d0, d1, d2) -> (d0, d1)>]",
+    "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, "
+                           "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
+}
+
+
+def _default_maps(op) -> bool:
+    """No indexing_maps, or the op's own defaults (the parser spells them out)."""
+    return "indexing_maps" not in op.attributes or str(op.attributes["indexing_maps"]) == _DEFAULT_MAPS[op.operation.name]
+
+
+def _flops(op) -> int:
+    a, b = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
+    batch = a[0] if len(a) == 3 else 1
+    return 2 * batch * a[-2] * a[-1] * b[-1]
+
+
+def choose_contraction(op) -> str:
+    """'library' or 'tiled' for one contraction op on tensors (the rule in the docstring)."""
+    mode = _mode()
+    if mode == "tiled" or not _blas_representable(op) or host_blas_library() is None:
+        return "tiled"
+    if mode == "library":
+        return "library"
+    return "library" if _flops(op) >= LIBRARY_MIN_FLOPS else "tiled"
+
+
+def mark_contractions(func_op) -> list:
+    """Record the choice on every matmul of a kernel (a user's attribute wins); return the
+    ops that go to the library."""
+    library = []
+    for op in func_op.regions[0].blocks[0].operations:
+        if op.operation.name not in ("linalg.matmul", "linalg.batch_matmul"):
+            continue
+        if CONTRACTION in op.attributes:
+            choice = ir.StringAttr(op.attributes[CONTRACTION]).value
+            if choice not in ("library", "tiled"):
+                raise ValueError(f"{CONTRACTION} = {choice!r}: expected \"library\" or \"tiled\"")
+            if choice == "library" and not _blas_representable(op):
+                raise ValueError(f"{CONTRACTION} = \"library\" on a {op.operation.name} BLAS cannot run "
+                                 "(needs static, non-empty f32/f64 operands and no indexing_maps)")
+        else:
+            choice = choose_contraction(op)
+            op.attributes[CONTRACTION] = ir.StringAttr.get(choice)
+        if choice == "library":
+            library.append(op)
+    return library
+
+
+def is_library(op) -> bool:
+    return CONTRACTION in op.attributes and ir.StringAttr(op.attributes[CONTRACTION]).value == "library"
+
+
+# ---- lamina-contraction-to-blas (memrefs) -------------------------------------------------------
+
+def _helpers_text(elem: str) -> str:
+    text = asset_path("passes", "blas-gemm.mlir").read_text()
+    return text.replace("@GEMM@", _GEMM[elem]).replace("@T@", elem).replace("@BYTES@", str(_BYTES[elem]))
+
+
+def _add_helpers(module: ir.Module, elem: str) -> None:
+    symbols = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
+               if "sym_name" in op.attributes}
+    if f"lamina_gemm_{elem}" in symbols:
+        return
+    helpers = ir.Module.parse(_helpers_text(elem), context=module.context)
+    at_end = ir.InsertionPoint(module.body)
+    for op in list(helpers.body.operations):
+        at_end.insert(op.operation.detach_from_parent())
+
+
+def _zero_fill_before(op, dest) -> object | None:
+    """The linalg.fill of 0 into exactly `dest` right before `op` (BLAS's beta = 0 replaces it)."""
+    block = op.operation.block
+    prev = None
+    for o in block.operations:
+        if o.operation == op.operation:
+            break
+        prev = o
+    if prev is None or prev.operation.name != "linalg.fill" or prev.operands[1] != dest:
+        return None
+    value = prev.operands[0]
+    owner = value.owner if isinstance(value, ir.OpResult) else None
+    if owner is None or owner.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    return prev if isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0 and \
+        not str(attr).startswith("-") else None
+
+
+def _transposed_view(v: ir.Value) -> ir.Value:
+    """`v` itself, or, when `v` is a local buffer whose only writer is a linalg.transpose of
+    the last two dims (lamina-fuse put F.linear's W^T into the matmul's kernel), a
+    memref.transpose view of the transpose's source: BLAS reads it with 'T', no copy."""
+    from mlir.dialects import memref
+
+    owner = v.owner if isinstance(v, ir.OpResult) else None
+    if owner is None or owner.name not in ("memref.alloc", "memref.alloca"):
+        return v
+    writers = [u.owner for u in v.uses if u.owner.name == "linalg.transpose"]
+    others = [u.owner for u in v.uses if u.owner.name not in ("linalg.transpose", "memref.dealloc")]
+    if len(writers) != 1 or len(others) != 1:
+        return v
+    tr = writers[0]
+    perm = list(ir.DenseI64ArrayAttr(tr.attributes["permutation"]))
+    rank = len(perm)
+    if tr.operands[1] != v or rank < 2 or perm != list(range(rank - 2)) + [rank - 1, rank - 2]:
+        return v
+    src = tr.operands[0]
+    with ir.InsertionPoint(tr), tr.location:
+        view = memref.TransposeOp(_transposed_type(ir.MemRefType(src.type), perm), src,
+                                  ir.AffineMapAttr.get(ir.AffineMap.get_permutation(perm))).result
+    tr.erase()
+    for u in [u.owner for u in v.uses if u.owner.name == "memref.dealloc"]:
+        u.erase()
+    others[0].operands[[i for i, o in enumerate(others[0].operands) if o == v][0]] = view
+    owner.erase()
+    return view
+
+
+def _transposed_type(t: ir.MemRefType, perm: list[int]) -> ir.MemRefType:
+    strides, offset = t.get_strides_and_offset()
+    shape = [t.shape[p] for p in perm]
+    layout = ir.StridedLayoutAttr.get(offset, [strides[p] for p in perm])
+    return ir.MemRefType.get(shape, t.element_type, layout=layout, memory_space=t.memory_space)
+
+
+def _dynamic_type(t: ir.MemRefType) -> ir.MemRefType:
+    rank = t.rank
+    dyn = ir.ShapedType.get_dynamic_size()
+    layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(),
+                                      [ir.ShapedType.get_dynamic_stride_or_offset()] * rank)
+    return ir.MemRefType.get([dyn] * rank, t.element_type, layout=layout, memory_space=t.memory_space)
+
+
+def contractions_to_blas(module: ir.Module) -> int:
+    """Replace every memref linalg.matmul / batch_matmul marked library by a helper call;
+    returns the count."""
+    from mlir.dialects import arith, func, memref
+
+    ops = []
+
+    def collect(o):
+        if o.name in ("linalg.matmul", "linalg.batch_matmul") and is_library(o):
+            ops.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    if not ops:
+        return 0
+    for op in ops:
+        a, b, c = op.operands[0], op.operands[1], op.operands[2]
+        if not _default_maps(op):
+            raise ValueError(f"lamina-contraction-to-blas: {op.name} with indexing_maps {op.attributes['indexing_maps']} "
+                             "is marked library, but BLAS runs only the plain product")
+        if not all(isinstance(v.type, ir.MemRefType) for v in (a, b, c)):
+            raise ValueError(f"lamina-contraction-to-blas: {op.name} on tensors: run it after bufferization")
+        elem = str(ir.MemRefType(c.type).element_type)
+        _add_helpers(module, elem)
+        a, b = _transposed_view(a), _transposed_view(b)
+        fill = _zero_fill_before(op, c)
+        with ir.InsertionPoint(op), op.location:
+            ft = ir.F32Type.get() if elem == "f32" else ir.F64Type.get()
+            beta = arith.ConstantOp(ft, 0.0 if fill is not None else 1.0).result
+            args = [memref.CastOp(_dynamic_type(ir.MemRefType(v.type)), v).result for v in (a, b, c)]
+            callee = "lamina_batch_gemm_" + elem if op.name == "linalg.batch_matmul" else "lamina_gemm_" + elem
+            func.CallOp([], ir.FlatSymbolRefAttr.get(callee), args + [beta])
+        if fill is not None:
+            zero = fill.operands[0].owner
+            fill.operation.erase()
+            if not list(zero.results[0].uses):
+                zero.erase()
+        op.erase()
+    return len(ops)
+
+
+def declares_blas(module: ir.Module) -> bool:
+    for op in module.body.operations:
+        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value in _GEMM.values():
+            return True
+    return False
+
+
+@register_pass("lamina-contraction-to-blas", level="L5",
+               description="after bufferization: matmuls marked lamina.contraction = \"library\" -> calls of the "
+                           "host BLAS (sgemm_/dgemm_) through the strided-view helpers of passes/blas-gemm.mlir")
+def contraction_to_blas_pass(module: ir.Module, **options) -> None:
+    contractions_to_blas(module)

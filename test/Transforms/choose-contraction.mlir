@@ -1,0 +1,60 @@
+// RUN: lamina-opt %s --lamina-tile-cpu="annotate-only=1" | FileCheck %s
+// RUN: env LAMINA_CONTRACTION=tiled lamina-opt %s --lamina-tile-cpu="annotate-only=1" | FileCheck %s --check-prefix=TILED
+
+// lamina-tile-cpu records where each matmul runs: a large fp32/fp64 one on the host BLAS
+// (`lamina.contraction = "library"`, replaced by a BLAS call after bufferization), which
+// leaves its fill and its transposed operand untouched (the BLAS call absorbs them) and
+// vectorizes its epilogue as a pointwise op; a small one, or every one under
+// LAMINA_CONTRACTION=tiled, in lamina's own tiled kernel. A user's attribute wins.
+
+// CHECK-LABEL: func.func @linear_relu
+// CHECK:       linalg.transpose
+// CHECK-NOT:   lamina.tile
+// CHECK-SAME:  permutation
+// CHECK:       linalg.fill ins
+// CHECK:       linalg.matmul {lamina.contraction = "library"} ins
+// CHECK:       linalg.generic
+// CHECK-SAME:  lamina.tile_sizes
+// TILED-LABEL: func.func @linear_relu
+// TILED:       linalg.matmul {lamina.contraction = "tiled", lamina.tile_id = 0 : i64, lamina.tile_sizes
+func.func @linear_relu(%x: memref<256x512xf32>, %w: memref<384x512xf32>, %out: memref<256x384xf32>) attributes {lamina.kernel = 0 : i64} {
+  %X = bufferization.to_tensor %x restrict : memref<256x512xf32> to tensor<256x512xf32>
+  %W = bufferization.to_tensor %w restrict : memref<384x512xf32> to tensor<384x512xf32>
+  %et = tensor.empty() : tensor<512x384xf32>
+  %WT = linalg.transpose ins(%W : tensor<384x512xf32>) outs(%et : tensor<512x384xf32>) permutation = [1, 0]
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256x384xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<256x384xf32>) -> tensor<256x384xf32>
+  %m = linalg.matmul ins(%X, %WT : tensor<256x512xf32>, tensor<512x384xf32>) outs(%f : tensor<256x384xf32>) -> tensor<256x384xf32>
+  %e2 = tensor.empty() : tensor<256x384xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<256x384xf32>) outs(%e2 : tensor<256x384xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.maximumf %v, %z : f32
+    linalg.yield %s : f32
+  } -> tensor<256x384xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<256x384xf32>, memref<256x384xf32>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @small
+// CHECK:       linalg.matmul {lamina.contraction = "tiled", lamina.tile_id
+// CHECK-LABEL: func.func @user_choice
+// CHECK:       linalg.matmul {lamina.contraction = "tiled", lamina.tile_id
+func.func @small(%a: memref<32x32xf32>, %out: memref<32x32xf32>) attributes {lamina.kernel = 1 : i64} {
+  %A = bufferization.to_tensor %a restrict : memref<32x32xf32> to tensor<32x32xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x32xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %m = linalg.matmul ins(%A, %A : tensor<32x32xf32>, tensor<32x32xf32>) outs(%f : tensor<32x32xf32>) -> tensor<32x32xf32>
+  bufferization.materialize_in_destination %m in restrict writable %out : (tensor<32x32xf32>, memref<32x32xf32>) -> ()
+  return
+}
+func.func @user_choice(%a: memref<512x512xf32>, %out: memref<512x512xf32>) attributes {lamina.kernel = 2 : i64} {
+  %A = bufferization.to_tensor %a restrict : memref<512x512xf32> to tensor<512x512xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %m = linalg.matmul {lamina.contraction = "tiled"} ins(%A, %A : tensor<512x512xf32>, tensor<512x512xf32>) outs(%f : tensor<512x512xf32>) -> tensor<512x512xf32>
+  bufferization.materialize_in_destination %m in restrict writable %out : (tensor<512x512xf32>, memref<512x512xf32>) -> ()
+  return
+}
