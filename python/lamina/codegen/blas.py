@@ -44,9 +44,7 @@ _BYTES = {"f32": 4, "f64": 8}
 @functools.lru_cache(maxsize=None)
 def host_blas_library() -> str | None:
     """The loaded library exporting the Fortran BLAS sgemm_ and dgemm_ (torch's libtorch_cpu,
-    which links MKL), or None (LAMINA_CONTRACTION=tiled, or no such library)."""
-    if os.environ.get("LAMINA_CONTRACTION", "").strip().lower() == "tiled":
-        return None
+    which links MKL), or None."""
     try:
         import torch
     except ImportError:

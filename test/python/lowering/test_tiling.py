@@ -26,6 +26,13 @@ RTOL, ATOL = 1e-4, 1e-5
 gen = torch.Generator().manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def tiled_contractions(monkeypatch):
+    """These tests are about lamina's own tiled contractions: keep large ones off the host
+    BLAS (test/python/e2e/test_blas_contractions.py covers that path)."""
+    monkeypatch.setenv("LAMINA_CONTRACTION", "tiled")
+
+
 def pipeline_text(name: str) -> str:
     lines = [l.split("//", 1)[0].strip() for l in asset_path("passes", name).read_text().splitlines()]
     return " ".join(l for l in lines if l).replace("( ", "(").replace(" )", ")")
@@ -217,7 +224,7 @@ def test_default_decisions_recorded():
         run_pass("lamina-tile-cpu", module, annotate_only="1")
         text = str(module)
     m, n = register_mn()   # host-dependent: 8x32 with AVX-512, 6x16 with AVX2
-    assert "linalg.matmul {lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 64, 64, 0>, " \
+    assert "linalg.matmul {lamina.contraction = \"tiled\", lamina.tile_id = 0 : i64, lamina.tile_sizes = array<i64: 64, 64, 0>, " \
            f"lamina.vector_sizes = array<i64: {m}, {n}, 1>}}" in text
     assert f"lamina.tile_sizes = array<i64: 1, 64, 64, 0>, lamina.vector_sizes = array<i64: 1, {m}, {n}, 1>" in text
 
