@@ -52,10 +52,27 @@ def host_blas_library() -> str | None:
     path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
     try:
         lib = ctypes.CDLL(path)
-        lib.sgemm_, lib.dgemm_  # noqa: B018
+        ok = all(_computes_a_product(getattr(lib, name), ctype) for name, ctype in
+                 (("sgemm_", ctypes.c_float), ("dgemm_", ctypes.c_double)))
     except (OSError, AttributeError):
         return None
-    return path
+    return path if ok else None
+
+
+def _computes_a_product(gemm, ctype) -> bool:
+    """Call `gemm` as the helpers do (LP64: 32-bit ints by reference) on a 2x3 @ 3x2
+    product: a BLAS with another integer width (an ILP64 OpenBLAS) or calling convention
+    must not be used."""
+    a = (ctype * 6)(1, 2, 3, 4, 5, 6)        # row-major 2x3
+    b = (ctype * 6)(7, 8, 9, 10, 11, 12)     # row-major 3x2
+    c = (ctype * 4)(-1, -1, -1, -1)
+    ref = ctypes.byref
+    n_char, two, three = ctypes.c_char(b"N"), ctypes.c_int32(2), ctypes.c_int32(3)
+    one, zero = ctype(1.0), ctype(0.0)
+    # Row-major C = A @ B as column-major C^T = B^T A^T (as passes/blas-gemm.mlir does).
+    gemm(ref(n_char), ref(n_char), ref(two), ref(two), ref(three), ref(one), b, ref(two), a, ref(three),
+         ref(zero), c, ref(two))
+    return list(c) == [58.0, 64.0, 139.0, 154.0]
 
 
 def _mode() -> str:
