@@ -48,8 +48,8 @@ def _inference_graph(gm, example_inputs, decompositions):
         with preserve_node_meta():
             graph = aot_export_joint_simple(run_node_by_node, tuple(example_inputs), trace_joint=False,
                                             decompositions=decompositions)
-    except RuntimeError:  # mutation, aliasing or pytree I/O: AOTAutograd's wrappers handle those
-        return None
+    except Exception:  # noqa: BLE001 - mutation, aliasing, pytree I/O, or anything export cannot
+        return None    # trace: AOTAutograd's path (with its own fallbacks) takes the graph
     # Export keeps dtype/device asserts that dynamo's guards already ensure; AOTAutograd drops them too.
     for node in list(graph.graph.nodes):
         if node.op == "call_function" and node.target is torch.ops.aten._assert_tensor_metadata.default:
