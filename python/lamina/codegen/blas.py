@@ -27,7 +27,7 @@ import os
 from mlir import ir
 
 from .._assets import asset_path
-from ..transforms.fusion import LARGE_CONTRACTION_FLOPS
+from ..transforms.fusion import LARGE_CONTRACTION_FLOPS, contraction_flops
 from ..transforms.registry import register_pass
 
 CONTRACTION = "lamina.contraction"
@@ -38,6 +38,7 @@ CONTRACTION = "lamina.contraction"
 LIBRARY_MIN_FLOPS = LARGE_CONTRACTION_FLOPS
 
 _GEMM = {"f32": "sgemm_", "f64": "dgemm_"}
+BLAS_SYMBOLS = tuple(_GEMM.values())  # what a module declares once the pass has run
 _BYTES = {"f32": 4, "f64": 8}
 
 
@@ -114,12 +115,6 @@ def _default_maps(op) -> bool:
     return "indexing_maps" not in op.attributes or str(op.attributes["indexing_maps"]) == _DEFAULT_MAPS[op.operation.name]
 
 
-def _flops(op) -> int:
-    a, b = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
-    batch = a[0] if len(a) == 3 else 1
-    return 2 * batch * a[-2] * a[-1] * b[-1]
-
-
 def choose_contraction(op) -> str:
     """'library' or 'tiled' for one contraction op on tensors (the rule in the docstring)."""
     mode = _mode()
@@ -127,7 +122,7 @@ def choose_contraction(op) -> str:
         return "tiled"
     if mode == "library":
         return "library"
-    return "library" if _flops(op) >= LIBRARY_MIN_FLOPS else "tiled"
+    return "library" if contraction_flops(op) >= LIBRARY_MIN_FLOPS else "tiled"
 
 
 def mark_contractions(func_op) -> list:
@@ -277,13 +272,6 @@ def contractions_to_blas(module: ir.Module) -> int:
                 zero.erase()
         op.erase()
     return len(ops)
-
-
-def declares_blas(module: ir.Module) -> bool:
-    for op in module.body.operations:
-        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value in _GEMM.values():
-            return True
-    return False
 
 
 @register_pass("lamina-contraction-to-blas", level="L5",

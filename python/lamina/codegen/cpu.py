@@ -26,7 +26,7 @@ from mlir.execution_engine import ExecutionEngine
 from .._assets import asset_path
 from ..runtime.memref import descriptor
 from ..transforms.registry import register_pass
-from .blas import declares_blas, host_blas_library
+from .blas import BLAS_SYMBOLS, host_blas_library
 from .target import register_target
 
 
@@ -275,7 +275,7 @@ class CpuKernelLibrary:
             from .gomp import host_gomp_library
 
             libs.append(host_gomp_library())
-        if declares_blas(module):  # lamina-contraction-to-blas ran: torch's BLAS
+        if any(_declares(module, s) for s in BLAS_SYMBOLS):  # lamina-contraction-to-blas ran: torch's BLAS
             libs.append(host_blas_library())
         self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=check_loadable(libs))
         self._entries: dict[str, object] = {}

@@ -109,7 +109,8 @@ def fuse_function(func_op) -> int:
     return kernel + 1 if started else 0
 
 
-def _contraction_flops(op: ir.Operation) -> int | None:
+def contraction_flops(op) -> int | None:
+    """2 * batch * M * N * K of a (batch) matmul on static tensors (lamina or linalg), else None."""
     shapes = [ir.RankedTensorType(v.type).shape for v in list(op.operands[:2]) + [op.results[0]]
               if isinstance(v.type, ir.RankedTensorType)]
     if len(shapes) != 3 or any(d < 0 for s in shapes for d in s) or len(shapes[0]) < 2:
@@ -128,7 +129,7 @@ def _folds_into_next(op: ir.Operation, nxt: ir.Operation) -> bool:
     uses = list(op.results[0].uses)
     if not uses or any(u.owner != nxt for u in uses):
         return False
-    flops = _contraction_flops(nxt)
+    flops = contraction_flops(nxt)
     return flops is not None and flops >= LARGE_CONTRACTION_FLOPS
 
 
