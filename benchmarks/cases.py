@@ -2,8 +2,8 @@
 
 Each case has a "small" and a "large" size; the large one is the size of the issue
 (and of the held-out suite's categories), the small one has ~16-64x fewer elements,
-where per-call overhead weighs more than bandwidth. All cases are fp32 inference
-(run under torch.no_grad()).
+where per-call overhead weighs more than bandwidth. All cases are inference (run under
+torch.no_grad()), in fp32 unless `run.py --dtype` casts inputs and parameters.
 
 Work model, stated once here and used by every case:
   bytes  = every input, parameter and output read or written once (a lower bound on
@@ -58,12 +58,22 @@ class Case:
     what: str                                   # one line: the computation
     sizes: dict[str, Callable[[], Instance]]    # size -> builder (on the CPU, seeded)
 
-    def build(self, size: str, device: torch.device) -> Instance:
+    def build(self, size: str, device: torch.device, dtype: torch.dtype = torch.float32) -> Instance:
+        """The instance on `device`; floating inputs and parameters cast to `dtype`
+        (built in fp32, so every dtype computes on the same values). Below fp32 the check
+        against eager uses torch.testing's default tolerances of that dtype, widened 4x
+        (lamina accumulates reductions in fp32, eager may not; neither is exact)."""
         torch.manual_seed(0)
         inst = self.sizes[size]()
         if isinstance(inst.fn, nn.Module):
-            inst.fn = inst.fn.to(device).eval()
-        inst.inputs = tuple(t.to(device) for t in inst.inputs)
+            inst.fn = inst.fn.to(device=device, dtype=dtype).eval()
+        inst.inputs = tuple(t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device)
+                            for t in inst.inputs)
+        if dtype != torch.float32:
+            inst.shape += f" {str(dtype).removeprefix('torch.')}"
+        if dtype.itemsize < 4:
+            default_rtol, default_atol = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5)}[dtype]
+            inst.rtol, inst.atol = max(inst.rtol, 4 * default_rtol), max(inst.atol, 4e-3 if dtype == torch.float16 else 2e-2)
         return inst
 
 

@@ -231,7 +231,7 @@ def lamina_summary(reports: list[dict], caught) -> dict:
 def run_case(case, size, device, labels, sampler, args, copy_gbps) -> dict:
     import torch
 
-    inst = case.build(size, device)
+    inst = case.build(size, device, getattr(torch, args.dtype))
     row = {"case": case.name, "size": size, "shape": inst.shape, "what": case.what}
     with torch.no_grad():
         expected = inst.fn(*inst.inputs)
@@ -355,7 +355,7 @@ def report_text(result) -> str:
     env, copy = result["environment"], result["copy"]
     text, notes = table(rows, labels)
     out = [f"lamina benchmarks on {env['device']} ({env['cpu_model']}, torch {env['torch']}, "
-           f"{env['torch_threads']} threads, load {env.get('loadavg_1min')}, {result['stat']} of {result['repeat']} samples in {result.get('rounds', 1)} interleaved rounds, "
+           f"{env['torch_threads']} threads, {env.get('dtype', 'float32')}, load {env.get('loadavg_1min')}, {result['stat']} of {result['repeat']} samples in {result.get('rounds', 1)} interleaved rounds, "
            f"inductor caches {'on' if env.get('inductor_caches') else 'off'})", "", text, ""]
     out += [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
     if notes:
@@ -401,6 +401,8 @@ def parse_args(argv):
                    help="torch.set_num_threads(N) and OMP_NUM_THREADS=N for lamina's OpenMP runtime "
                         "(default: the defaults)")
     p.add_argument("--json", metavar="FILE", help="write rows, summary and environment as JSON")
+    p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"), default="float32",
+                   help="floating inputs and parameters in this dtype (default float32)")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     return p.parse_args(argv)
 
@@ -452,6 +454,7 @@ def main(argv=None) -> int:
         ic.force_disable_caches = True
     labels = [l for l in BACKENDS if not (args.no_inductor and l == "inductor")]
     env = environment(device)
+    env["dtype"] = args.dtype
     load, cores = env.get("loadavg_1min"), env.get("cpu_count") or 1
     if device.type == "cpu" and load is not None and load >= 0.5 * cores and torch.get_num_threads() > 1:
         notes.append(f"the machine was busy at the start (load {load} on {cores} cores): torch's "

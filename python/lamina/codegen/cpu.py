@@ -136,18 +136,21 @@ def _top_level_passes(pipeline: str) -> list[str]:
 
 def pipeline_steps(pipeline: str) -> list:
     """The steps that lower a module: upstream pipeline texts and, once everything is
-    bufferized, the Python steps `contractions_to_blas` (codegen/blas.py) and `copies_to_loops`."""
+    bufferized, the Python steps `contractions_to_blas` (codegen/blas.py) and `copies_to_loops`;
+    in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py)."""
+    from .bf16_memory import bf16_memory_as_i16
+
     passes = _top_level_passes(pipeline)
     names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
     if COPY_REWRITE_AFTER not in names:
-        return [pipeline, copies_to_loops]
+        return [pipeline, copies_to_loops, bf16_memory_as_i16]
     from .blas import contractions_to_blas
 
     cut = names.index(COPY_REWRITE_AFTER) + 1
     steps = [f"builtin.module({', '.join(passes[:cut])})", contractions_to_blas, copies_to_loops]
     if passes[cut:]:
         steps.append(f"builtin.module({', '.join(passes[cut:])})")
-    return steps
+    return steps + [bf16_memory_as_i16]
 
 
 @functools.lru_cache(maxsize=None)
