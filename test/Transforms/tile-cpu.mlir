@@ -200,3 +200,23 @@ func.func @row_max(%a: memref<4x300xf32>, %out: memref<4x1xf32>) attributes {lam
   bufferization.materialize_in_destination %r in restrict writable %out : (tensor<4x1xf32>, memref<4x1xf32>) -> ()
   return
 }
+
+// f64 rows reduce in f64 vectors of the same width: 8 lanes where f32 has 16.
+// CHECK-LABEL: func.func @row_max_f64
+// CHECK:       linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}}lamina.vector_reduction = 8
+// CHECK:         scf.for {{.*}} -> (vector<8xf64>, vector<8xf64>, vector<8xf64>, vector<8xf64>)
+// CHECK:           arith.maximumf {{.*}} : vector<8xf64>
+// CHECK:         vector.reduction <maximumf>, {{.*}} : vector<8xf64> into f64
+func.func @row_max_f64(%a: memref<4x300xf64>, %out: memref<4x1xf64>) attributes {lamina.kernel = 6 : i64, llvm.emit_c_interface} {
+  %A = bufferization.to_tensor %a restrict : memref<4x300xf64> to tensor<4x300xf64>
+  %ninf = arith.constant 0xFFF0000000000000 : f64
+  %e = tensor.empty() : tensor<4x1xf64>
+  %f = linalg.fill ins(%ninf : f64) outs(%e : tensor<4x1xf64>) -> tensor<4x1xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%A : tensor<4x300xf64>) outs(%f : tensor<4x1xf64>) {
+  ^bb0(%x: f64, %m: f64):
+    %y = arith.maximumf %x, %m : f64
+    linalg.yield %y : f64
+  } -> tensor<4x1xf64>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<4x1xf64>, memref<4x1xf64>) -> ()
+  return
+}

@@ -16,12 +16,15 @@ The choice is an attribute a user can set first (`lamina.contraction = "tiled"` 
 contraction tiled); the pass fills in `choose_contraction` for the others:
 LAMINA_CONTRACTION=tiled|library|auto (default auto: library for fp32/fp64 linalg.matmul
 and linalg.batch_matmul with static shapes, no zero dim, and at least LIBRARY_MIN_FLOPS
-per call, when the process has a BLAS exporting sgemm_/dgemm_).
+per call, when the process has a BLAS exporting sgemm_/dgemm_; f16/bf16 ones too, on f32
+copies of their operands, where each copied element serves at least
+LOW_PRECISION_MIN_FLOPS_PER_ELEMENT flops).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 
 from mlir import ir
@@ -83,14 +86,43 @@ def _mode() -> str:
     return mode
 
 
+_LOW_PRECISION = ("f16", "bf16")
+# A f16/bf16 contraction runs on sgemm_ with its operands widened to f32 first, when each
+# widened element is used for at least this many flops (2*M*N*K / (M*K + K*N) per batch):
+# the widening is then a few percent of the call. Below it (matrix-vector shapes) the
+# copies would cost more than the product; the tiled kernel reads f16/bf16 directly.
+LOW_PRECISION_MIN_FLOPS_PER_ELEMENT = 32
+
+
+def _element_types(op) -> tuple[list[str], str]:
+    n_in = len(op.operands) - 1
+    names = [str(ir.ShapedType(v.type).element_type) for v in op.operands]
+    return names[:n_in], names[n_in]
+
+
 def _element_type_name(op) -> str | None:
-    names = {str(ir.ShapedType(v.type).element_type) for v in list(op.operands) + list(op.results)
-             if isinstance(v.type, ir.ShapedType)}
-    return names.pop() if len(names) == 1 and names <= set(_GEMM) else None
+    """The BLAS element type: f32/f64 when every operand has it; f32 for f16/bf16 inputs
+    accumulating into f32 (run on widened copies, `promote_low_precision_operands`)."""
+    ins, acc = _element_types(op)
+    if acc in _GEMM and all(t == acc for t in ins):
+        return acc
+    if acc == "f32" and all(t in _LOW_PRECISION for t in ins):
+        return acc
+    return None
+
+
+def _low_precision(op) -> bool:
+    return any(t in _LOW_PRECISION for t in _element_types(op)[0])
+
+
+def _flops_per_widened_element(op) -> float:
+    a, b = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
+    return contraction_flops(op) / max(1, math.prod(a) + math.prod(b))
 
 
 def _blas_representable(op) -> bool:
-    """A plain (batch_)matmul on static, non-empty fp32/fp64 tensors."""
+    """A plain (batch_)matmul on static, non-empty fp32/fp64 tensors (or f16/bf16 ones
+    accumulating in f32)."""
     if op.operation.name not in ("linalg.matmul", "linalg.batch_matmul"):
         return False
     if not _default_maps(op) or _element_type_name(op) is None:
@@ -122,6 +154,8 @@ def choose_contraction(op) -> str:
         return "tiled"
     if mode == "library":
         return "library"
+    if _low_precision(op) and _flops_per_widened_element(op) < LOW_PRECISION_MIN_FLOPS_PER_ELEMENT:
+        return "tiled"
     return "library" if contraction_flops(op) >= LIBRARY_MIN_FLOPS else "tiled"
 
 
@@ -138,13 +172,70 @@ def mark_contractions(func_op) -> list:
                 raise ValueError(f"{CONTRACTION} = {choice!r}: expected \"library\" or \"tiled\"")
             if choice == "library" and not _blas_representable(op):
                 raise ValueError(f"{CONTRACTION} = \"library\" on a {op.operation.name} BLAS cannot run "
-                                 "(needs static, non-empty f32/f64 operands and no indexing_maps)")
+                                 "(needs static, non-empty f32/f64 operands, or f16/bf16 ones accumulating "
+                                 "in f32, and no indexing_maps)")
         else:
             choice = choose_contraction(op)
             op.attributes[CONTRACTION] = ir.StringAttr.get(choice)
         if choice == "library":
+            if _low_precision(op):
+                op = promote_low_precision_operands(op)
             library.append(op)
     return library
+
+
+def _single_value(x) -> ir.Value:
+    """The one result of what a dialect builder returned (a Value, an OpView or a result list)."""
+    if isinstance(x, ir.Value):
+        return x
+    if isinstance(x, ir.OpView):
+        return x.results[0]
+    return x[0]
+
+
+def promote_low_precision_operands(op):
+    """The f32 form of a f16/bf16 library contraction accumulating in f32, which replaces it:
+    each input becomes an f32 copy made in the kernel (a vectorized pointwise loop).
+    f16/bf16 -> f32 is exact and sgemm_ accumulates in f32, so the result is the
+    f32-accumulated product that eager's f16/bf16 GEMM computes too. An input that is a
+    linalg.transpose used only here (F.linear's W^T) is widened before the transpose, so
+    the transpose stays a 'T' view of the widened weight for lamina-contraction-to-blas."""
+    from mlir.dialects import arith, linalg, tensor
+
+    from ..lowering.to_linalg import _map_tensor
+
+    f32 = ir.F32Type.get()
+
+    def widen(v):
+        return _single_value(_map_tensor(v, ir.RankedTensorType.get(ir.RankedTensorType(v.type).shape, f32),
+                                         lambda x: arith.extf(f32, x)))
+
+    n_in = len(op.operands) - 1
+    with ir.InsertionPoint(op), op.location:
+        inputs = []
+        for v in list(op.operands)[:n_in]:
+            owner = v.owner if isinstance(v, ir.OpResult) else None
+            if str(ir.RankedTensorType(v.type).element_type) not in _LOW_PRECISION:
+                inputs.append(v)
+            elif owner is not None and owner.name == "linalg.transpose" and len(list(v.uses)) == 1:
+                init = tensor.empty(ir.RankedTensorType(v.type).shape, f32)
+                perm = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
+                inputs.append(_single_value(linalg.transpose(widen(owner.operands[0]), outs=[init], permutation=perm)))
+            else:
+                inputs.append(widen(v))
+        build = linalg.matmul if op.operation.name == "linalg.matmul" else linalg.batch_matmul
+        new = _single_value(build(*inputs, outs=[op.operands[n_in]])).owner
+    for i in range(len(op.attributes)):
+        named = op.attributes[i]
+        if named.name not in ("indexing_maps", "operandSegmentSizes", "cast"):
+            new.attributes[named.name] = named.attr
+    old_inputs = [v.owner for v in list(op.operands)[:n_in] if isinstance(v, ir.OpResult)]
+    op.results[0].replace_all_uses_with(new.results[0])
+    op.erase()
+    for o in old_inputs:  # a transpose widened before, now unused
+        if o.name == "linalg.transpose" and not list(o.results[0].uses):
+            o.erase()
+    return new
 
 
 def is_library(op) -> bool:

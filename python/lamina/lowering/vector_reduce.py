@@ -6,7 +6,8 @@ sums one accumulator. The linalg vectorizer only knows single-combiner reduction
 rewrites such a generic G (loops [rows..., reduced...], inputs read whole rows or one value
 per row) into an all-parallel generic over the rows whose body reduces one row with vectors:
 
-    acc[u] = identity (vector<L>, u < UNROLL)       L = the host's f32 lanes
+    acc[u] = identity (vector<L>, u < UNROLL)       L = the host's lanes of the accumulator
+                                                    type (f32, or f64 for f64 reductions)
     for j in 0 .. N - N % (L*UNROLL) step L*UNROLL:  U independent lane sets (hide latency)
         acc[u] = body(x[r, j + u*L : +L], acc[u])   G's own body, applied lane-wise
     for j in .. N step L:                           the tail: masked reads, masked update
@@ -114,10 +115,12 @@ def match(op) -> dict | None:
         return None
     shape = ir.RankedTensorType(ins[in_kinds.index("row_elements")].type).shape
     rows, n = _pymath.prod(shape[:k]), _pymath.prod(shape[k:])
-    if n < vector_lanes() or rows == 0:
+    acc_types = {str(ir.RankedTensorType(v.type).element_type) for v in outs}
+    if len(acc_types) != 1 or not acc_types <= {"f32", "f64"}:
         return None
-    f32 = ir.F32Type.get()
-    if any(ir.RankedTensorType(v.type).element_type != f32 for v in outs):
+    acc_type = ir.RankedTensorType(outs[0].type).element_type
+    lanes = vector_lanes() * 32 // (64 if str(acc_type) == "f64" else 32)   # the same vector width
+    if n < lanes or rows == 0:
         return None
     identities = [_fill_value(v) for v in outs]
     if any(x is None for x in identities):
@@ -139,7 +142,7 @@ def match(op) -> dict | None:
     if mode is None:
         return None
     return dict(k=k, rows=rows, n=n, ins=ins, in_kinds=in_kinds, outs=outs, mode=mode,
-                identities=identities, addend=addend)
+                identities=identities, addend=addend, acc=acc_type, lanes=lanes)
 
 
 def _compensated_addend(block: ir.Block, n_in: int) -> ir.Value | None:
@@ -233,32 +236,31 @@ class _BodyCloner:
         return vector.broadcast(self.vtype(v.type), v)
 
 
-def _merge_lanes(mode: str, accs: list[list[ir.Value]]) -> list[ir.Value]:
+def _merge_lanes(mode: str, accs: list[list[ir.Value]], acc_type: ir.Type) -> list[ir.Value]:
     """The row's result from UNROLL sets of single-accumulator lane partials (compensated
     sums merge in _chunked_compensated_sum)."""
-    f32 = ir.F32Type.get()
     combine = {"add": arith.addf, "maximumf": arith.maximumf, "minimumf": arith.minimumf, "mul": arith.mulf}[mode]
     acc = accs[0][0]
     for other in accs[1:]:
         acc = combine(acc, other[0])
     kind = ir.Attribute.parse(f"#vector.kind<{mode}>")
-    return [vector.ReductionOp(f32, kind, acc).result]
+    return [vector.ReductionOp(acc_type, kind, acc).result]
 
 
 def rewrite(op, facts: dict) -> None:
     """Replace the reduction generic `op` by a row generic with a vector body."""
-    lanes = vector_lanes()
+    lanes = facts["lanes"]
     k, rows, n = facts["k"], facts["rows"], facts["n"]
-    f32 = ir.F32Type.get()
-    vf32 = ir.VectorType.get([lanes], f32)
+    acc_t = facts["acc"]   # the accumulator type: f32, or f64 for f64 reductions
+    vacc = ir.VectorType.get([lanes], acc_t)
     cloner = _BodyCloner(op.regions[0].blocks[0], lanes)
     n_out = len(facts["outs"])
     with ir.InsertionPoint(op), op.location:
         ins = [_as_rows_by_n(v, k, rows, n) if kind == "row_elements" else _as_rows(v, rows)
                for v, kind in zip(facts["ins"], facts["in_kinds"])]
-        outs = [tensor.empty([rows], f32) for _ in range(n_out)]
+        outs = [tensor.empty([rows], acc_t) for _ in range(n_out)]
         idm = ir.AffineMap.get_identity(1)
-        gen = linalg.GenericOp([ir.RankedTensorType.get([rows], f32)] * n_out, [], outs,
+        gen = linalg.GenericOp([ir.RankedTensorType.get([rows], acc_t)] * n_out, [], outs,
                                ir.ArrayAttr.get([ir.AffineMapAttr.get(idm)] * n_out),
                                ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")]))
         gen.attributes[MARK] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), lanes)
@@ -271,7 +273,7 @@ def rewrite(op, facts: dict) -> None:
             nt = threads()
             rows_tile = -(-rows // nt) if rows * n >= GRAIN and nt > 1 and rows >= nt else 0
         gen.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get([rows_tile])
-        block = gen.regions[0].blocks.append(*([f32] * n_out))
+        block = gen.regions[0].blocks.append(*([acc_t] * n_out))
         with ir.InsertionPoint(block):
             r = linalg.IndexOp(ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)).result
             zero_i = _index(0)
@@ -281,7 +283,7 @@ def rewrite(op, facts: dict) -> None:
                 et = ir.RankedTensorType(v.type).element_type
                 pad.setdefault(str(et), arith.constant(et, ir.FloatAttr.get(et, 0.0) if "f" in str(et) else ir.IntegerAttr.get(et, 0)))
                 row_vals.append(None if kind == "row_elements" else vector.broadcast(ir.VectorType.get([lanes], et), tensor.extract(v, [r])))
-            ident = [_splat(vf32, a) for a in facts["identities"]]
+            ident = [_splat(vacc, a) for a in facts["identities"]]
             minor = ir.AffineMapAttr.get(ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)]))
 
             def read(j, mask=None):
@@ -298,7 +300,7 @@ def rewrite(op, facts: dict) -> None:
             step = lanes * UNROLL
             main_end = n - n % step
             if facts["mode"] == "compensated":
-                linalg.YieldOp(_chunked_compensated_sum(cloner, read, facts["addend"], n, lanes))
+                linalg.YieldOp(_chunked_compensated_sum(cloner, read, facts["addend"], n, lanes, acc_t))
                 return _finish(op, gen)
             sets = [list(ident) for _ in range(UNROLL)]
             if main_end:
@@ -323,7 +325,7 @@ def rewrite(op, facts: dict) -> None:
                     upd = cloner(read(j, mask) + old)
                     scf.YieldOp([arith.select(mask, a, b) for a, b in zip(upd, old)])
                 sets[0] = list(tail.results)
-            linalg.YieldOp(_merge_lanes(facts["mode"], sets))
+            linalg.YieldOp(_merge_lanes(facts["mode"], sets, acc_t))
     _finish(op, gen)
 
 
@@ -334,15 +336,15 @@ def _finish(op, gen) -> None:
     op.operation.erase()
 
 
-def _chunked_compensated_sum(cloner, read, addend: ir.Value, n: int, lanes: int) -> list[ir.Value]:
+def _chunked_compensated_sum(cloner, read, addend: ir.Value, n: int, lanes: int, acc_t: ir.Type) -> list[ir.Value]:
     """A row's compensated sum (s, c), cheaply: UNROLL sets of plain lane accumulators sum
     CHUNK vectors each (one add per element), then each set is folded into a compensated
     lane pair (S, C) with TwoSum; the lanes of (S, C) merge as a TwoSum tree. Every lane
-    partial sums at most CHUNK terms in plain fp32, so the error stays that of a CHUNK-term
-    sum per chunk plus a compensated sum of the chunks (docs/ir-levels.md, accumulation)."""
-    f32 = ir.F32Type.get()
-    vf32 = ir.VectorType.get([lanes], f32)
-    zero = _splat(vf32, ir.FloatAttr.get(f32, 0.0))
+    partial sums at most CHUNK terms in plain arithmetic of the accumulator type, so the error stays that of a CHUNK-term
+    sum per chunk plus a compensated sum of the chunks (docs/ir-levels.md, accumulation).
+    `acc_t` is the accumulator type (f32, or f64 for f64 sums)."""
+    vacc = ir.VectorType.get([lanes], acc_t)
+    zero = _splat(vacc, ir.FloatAttr.get(acc_t, 0.0))
     step = lanes * UNROLL
     chunk = step * CHUNK
 
@@ -388,7 +390,7 @@ def _chunked_compensated_sum(cloner, read, addend: ir.Value, n: int, lanes: int)
     width = lanes
     while width > 1:
         h = width // 2
-        half = ir.VectorType.get([h], f32)
+        half = ir.VectorType.get([h], acc_t)
 
         def part(v, off):
             return vector.extract_strided_slice(half, v, [off], [h], [1])

@@ -17,7 +17,9 @@ lamina-fuse and before lamina-outline-kernels:
     %3 = "lamina.cast"(%2) {lamina.kernel = 0, lamina.rounding} : (tensor<8xf32>) -> tensor<8xbf16>
 
 Which ops are widened: arithmetic, unary math, where, reductions and the data movement
-between them (exact either way). Kept as they are, reading rounded values:
+between them (exact either way). Data movement of values that are not widened yet (kernel
+inputs: a weight's transpose feeding a matmul) stays in f16/bf16: half the bytes, and no
+cast pair around it. Kept as they are, reading rounded values:
   * explicit casts (the user asked for that rounding: `.to(torch.bfloat16)`);
   * matmul (its operands are the rounded tensors, as eager's bf16 GEMM reads them);
   * comparisons (a widened compare could flip a discrete result against eager).
@@ -41,9 +43,9 @@ WIDENED_ATTR = "lamina.widened"
 ROUNDING_ATTR = "lamina.rounding"
 LOW_PRECISION = ("f16", "bf16")
 
+_DATA_MOVEMENT = {"reshape", "transpose", "slice", "concat", "broadcast_to", "index_select"}
 _WIDEN = (set(infer.UNARY_OPS) | set(infer.ARITH_BINARY_OPS) | set(infer.REDUCE_OPS)
-          | {"where", "softmax", "log_softmax", "reshape", "transpose", "slice", "concat",
-             "broadcast_to", "index_select"})
+          | {"where", "softmax", "log_softmax"} | _DATA_MOVEMENT)
 
 
 def _is_low(t: ir.Type) -> bool:
@@ -81,6 +83,8 @@ def widen_function(func_op) -> int:
             continue
         kernel = op.attributes[KERNEL_ATTR]
         label = int(ir.IntegerAttr(kernel).value)
+        if name in _DATA_MOVEMENT and not any((v, label) in wide for v in op.operands):
+            continue  # moves rounded values only: as exact in f16/bf16, and half the bytes
         spec = ops.op_specs()[name]
         attrs = {k: op.attributes[k] for k in spec.attributes}
         with ir.InsertionPoint(op), op.location:

@@ -86,3 +86,47 @@ def test_nan_and_inf_propagate():
         got = torch.compile(lambda a, b: a @ b, backend="lamina")(a, b)
     want = a @ b
     assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+
+
+LOW_PRECISION_CASES = {
+    "mm": (lambda a, b: a @ b, lambda: (torch.randn(256, 300), torch.randn(300, 200))),
+    "linear_bias_relu": (lambda x, w, b: torch.relu(F.linear(x, w, b)),
+                         lambda: (torch.randn(200, 384), torch.randn(320, 384), torch.randn(320))),
+    "bmm_transposed": (lambda a, b: a @ b.transpose(1, 2), lambda: (torch.randn(4, 128, 64), torch.randn(4, 96, 64))),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("name", list(LOW_PRECISION_CASES))
+def test_low_precision_matmul_runs_on_sgemm(name, dtype, tmp_path):
+    """f16/bf16 matmuls run on sgemm_ over f32 copies of their operands: the product is
+    accumulated in f32 and rounded once, so it is the fp64 product of the (exactly widened)
+    inputs within the rounding of the epilogue ops."""
+    fn, make = LOW_PRECISION_CASES[name]
+    torch.manual_seed(0)
+    args = [a.to(dtype) for a in make()]
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", options={"strict": True, "dump_ir": str(tmp_path)})
+    with torch.no_grad():
+        got = compiled(*args)
+        exact = fn(*[a.double() for a in args])
+        eager = fn(*args)
+    assert got.dtype == dtype
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(got.double(), exact, rtol=2 * eps, atol=2 * eps)
+    torch.testing.assert_close(got, eager, rtol=2 * eps, atol=2 * eps)
+    lowered = "\n".join(p.read_text() for p in tmp_path.glob("*target.mlir"))
+    assert "call @lamina_gemm_f32" in lowered or "call @lamina_batch_gemm_f32" in lowered
+
+
+def test_low_precision_matrix_vector_stays_tiled(tmp_path):
+    """Widening a 4096x1024 weight for a 2-row product would cost more than the product."""
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 4096).bfloat16(), torch.randn(4096, 1024).bfloat16()
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x, w: x @ w, backend="lamina", options={"strict": True, "dump_ir": str(tmp_path)})
+    with torch.no_grad():
+        got = compiled(x, w)
+    torch.testing.assert_close(got.double(), x.double() @ w.double(), rtol=1e-2, atol=1e-2)
+    lowered = "\n".join(p.read_text() for p in tmp_path.glob("*target.mlir"))
+    assert "lamina_gemm" not in lowered
