@@ -4,7 +4,8 @@
 // lamina-tile-cpu records where each matmul runs: a large fp32/fp64 one on the host BLAS
 // (`lamina.contraction = "library"`, replaced by a BLAS call after bufferization), which
 // leaves its fill and its transposed operand untouched (the BLAS call absorbs them) and
-// vectorizes its epilogue as a pointwise op; a small one, or every one under
+// vectorizes its epilogue as a pointwise op that updates the product in place (the product
+// is the epilogue's init, so BLAS writes the kernel's output buffer); a small one, or every one under
 // LAMINA_CONTRACTION=tiled, in lamina's own tiled kernel. A user's attribute wins.
 
 // CHECK-LABEL: func.func @linear_relu
@@ -12,9 +13,11 @@
 // CHECK-NOT:   lamina.tile
 // CHECK-SAME:  permutation
 // CHECK:       linalg.fill ins
-// CHECK:       linalg.matmul {lamina.contraction = "library"} ins
-// CHECK:       linalg.generic
+// CHECK:       %[[C:.*]] = linalg.matmul {lamina.contraction = "library"} ins
+// CHECK:       linalg.generic {{.*}} outs(%[[C]] : tensor<256x384xf32>)
 // CHECK-SAME:  lamina.tile_sizes
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: f32):
+// CHECK-NEXT:    arith.maximumf %[[X]]
 // TILED-LABEL: func.func @linear_relu
 // TILED:       linalg.matmul {lamina.contraction = "tiled", lamina.tile_id = 0 : i64, lamina.tile_sizes
 func.func @linear_relu(%x: memref<256x512xf32>, %w: memref<384x512xf32>, %out: memref<256x384xf32>) attributes {lamina.kernel = 0 : i64} {

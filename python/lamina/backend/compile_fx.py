@@ -138,24 +138,6 @@ def _strided_placeholders(gm: torch.fx.GraphModule) -> set[int]:
     return strided
 
 
-class _CompiledCallable:
-    """What replaces an FX (sub)graph: calls the CompiledGraph, keeps the output structure.
-
-    `result_of_output[i]` is the CompiledGraph result holding FX output i, or None where
-    the FX graph returns None (backward graphs, for inputs that need no gradient).
-    """
-
-    def __init__(self, compiled, single_output: bool, result_of_output: list):
-        self.compiled = compiled
-        self.single_output = single_output
-        self.result_of_output = result_of_output
-
-    def __call__(self, *args):
-        results = self.compiled(*args)
-        outs = [None if i is None else results[i] for i in self.result_of_output]
-        return outs[0] if self.single_output else tuple(outs)
-
-
 def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     """Import and compile a fully supported graph; returns (callable, CompileResult)."""
     ctx = dialect.make_context()
@@ -167,7 +149,7 @@ def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     output = next(n for n in gm.graph.nodes if n.op == "output")
     single = not isinstance(output.args[0], (tuple, list))
     result_of_output = [None if spec is None else spec.result_index for spec in imported.outputs]
-    return _CompiledCallable(result.compiled, single, result_of_output), result
+    return result.compiled.structured_call(single, result_of_output), result
 
 
 def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str = "forward"):

@@ -238,6 +238,72 @@ def promote_low_precision_operands(op):
     return new
 
 
+def epilogues_in_place(func_op) -> int:
+    """Let each library contraction's elementwise epilogue update the product in place.
+
+    A library matmul writes its product C through BLAS; the bias/activation generic that
+    reads C would write a second buffer of C's size (its init is a tensor.empty), so C is a
+    temporary allocated per call and read back once. When the epilogue is C's only user, is
+    all-parallel, reads C with the identity map and yields C's type, it is rebuilt with C as
+    its init (read through the out block argument) instead:
+
+        %c = linalg.matmul ... outs(%fill)          %c = linalg.matmul ... outs(%fill)
+        %e = linalg.generic ins(%c, %bias)    ->    %e = linalg.generic ins(%bias) outs(%c)
+               outs(%empty) {^bb0(%x, %b, %o)...}          {^bb0(%b, %x) ...}
+
+    Empty-tensor elimination then makes %fill's tensor.empty the kernel's output buffer:
+    BLAS writes the output, and the epilogue rewrites it in place (no temporary, one pass
+    less over C). Returns how many epilogues were rebuilt."""
+    from mlir.dialects import linalg
+
+    count = 0
+    for op in list(func_op.regions[0].blocks[0].operations):
+        if op.operation.name not in ("linalg.matmul", "linalg.batch_matmul") or not is_library(op):
+            continue
+        c = op.results[0]
+        uses = list(c.uses)
+        if len(uses) != 1 or uses[0].owner.name != "linalg.generic":
+            continue
+        epi = uses[0].owner
+        index = uses[0].operand_number
+        n_out = len(epi.results)
+        n_in = len(epi.operands) - n_out
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(epi.attributes["indexing_maps"])]
+        block = epi.regions[0].blocks[0]
+        identity = ir.AffineMap.get_identity(len(ir.ArrayAttr(epi.attributes["iterator_types"])))
+        if n_out != 1 or index >= n_in or maps[index] != identity or maps[n_in] != identity \
+                or epi.results[0].type != c.type or "reduction" in str(epi.attributes["iterator_types"]) \
+                or list(block.arguments[n_in].uses) \
+                or sum(1 for v in list(epi.operands)[:n_in] if v == c) != 1:
+            continue
+        init = epi.operands[n_in]
+        ins = [v for i, v in enumerate(list(epi.operands)[:n_in]) if i != index]
+        in_maps = [m for i, m in enumerate(maps[:n_in]) if i != index]
+        with ir.InsertionPoint(epi), epi.location:
+            new = linalg.GenericOp([c.type], ins, [c],
+                                   ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in in_maps + [identity]]),
+                                   epi.attributes["iterator_types"])
+        for i in range(len(epi.attributes)):
+            named = epi.attributes[i]
+            if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+                new.attributes[named.name] = named.attr
+        old_args = list(block.arguments)
+        new_block = new.regions[0].blocks.append(*[a.type for i, a in enumerate(old_args[:n_in]) if i != index],
+                                                 old_args[n_in].type)
+        kept = [a for i, a in enumerate(old_args[:n_in]) if i != index]
+        for old, arg in zip(kept, list(new_block.arguments)[:-1]):
+            old.replace_all_uses_with(arg)
+        old_args[index].replace_all_uses_with(new_block.arguments[len(kept)])
+        for body_op in list(block.operations):
+            new_block.append(body_op.operation.detach_from_parent())
+        epi.results[0].replace_all_uses_with(new.results[0])
+        epi.erase()
+        if isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty" and not list(init.uses):
+            init.owner.erase()
+        count += 1
+    return count
+
+
 def is_library(op) -> bool:
     return CONTRACTION in op.attributes and ir.StringAttr(op.attributes[CONTRACTION]).value == "library"
 

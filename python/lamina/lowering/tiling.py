@@ -42,7 +42,7 @@ from mlir import ir, passmanager
 from mlir.dialects import linalg
 from mlir.dialects.transform import interpreter
 
-from ..codegen.blas import is_library, mark_contractions
+from ..codegen.blas import epilogues_in_place, is_library, mark_contractions
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
@@ -488,6 +488,7 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
         build = build_schedule
     elif pointwise_enabled():
         _fuse_elementwise(func_op)
+        epilogues_in_place(func_op)
         # Row-aligned kernels (softmax, norms) run row by row (row_kernel.py); the ops to
         # vectorize are then those of the per-row body.
         block = func_op.regions[0].blocks[0]

@@ -108,14 +108,36 @@ class CompiledGraph:
         self.input_copies = 0  # inputs made contiguous because the entry assumed so
         self._launch = library.graph_launcher(plan.graph, plan.strided_inputs + [False] * len(plan.outputs),
                                               plan.arena_bytes)
-        self.call_source = self._source()
-        namespace = {"_empty": _empty_function(device), "_launch": self._launch, "_fn": self._launch.fn,
-                     "_local": self._launch.local, "_dtypes": [T.name_to_torch_dtype(dt) for _, dt in plan.outputs],
-                     "_graph": self}
-        exec(compile(self.call_source, f"<lamina {plan.graph}>", "exec"), namespace)
-        self._call = namespace["call"]
+        self.call_source = self._source(f"[{', '.join(self._result_expressions())}]")
+        self._call = self._define(self.call_source)
 
-    def _source(self) -> str:
+    def structured_call(self, single_output: bool, result_of_output: list):
+        """A plain function taking the graph's inputs and returning what an FX graph with
+        this output structure returns: result `result_of_output[i]` as output i (None where
+        that is None), the bare value when `single_output`. torch.compile calls it directly,
+        one Python frame per graph call. It keeps this CompiledGraph (and its JIT code)
+        alive: `fn.compiled_graph`."""
+        results = self._result_expressions()
+        outs = ["None" if i is None else results[i] for i in result_of_output]
+        ret = outs[0] if single_output else f"({', '.join(outs)}{',' if len(outs) == 1 else ''})"
+        fn = self._define(self._source(ret))
+        fn.compiled_graph = self
+        return fn
+
+    def _define(self, source: str):
+        namespace = {"_empty": _empty_function(self.device), "_launch": self._launch, "_fn": self._launch.fn,
+                     "_local": self._launch.local,
+                     "_dtypes": [T.name_to_torch_dtype(dt) for _, dt in self.plan.outputs], "_graph": self}
+        exec(compile(source, f"<lamina {self.plan.graph}>", "exec"), namespace)
+        return namespace["call"]
+
+    def _result_expressions(self) -> list[str]:
+        where = {slot: k for k, slot in enumerate(self.plan.output_slots)}
+        # A result that is a graph input (e.g. `x.clone()`, which is the value itself in
+        # lamina) is returned as a copy, as eager would: it must not alias the caller's tensor.
+        return [f"o{where[s]}" if s in where else f"a{s}.clone()" for s in self.plan.results]
+
+    def _source(self, returned: str) -> str:
         from torch._prims_common import make_contiguous_strides_for
 
         plan = self.plan
@@ -132,7 +154,7 @@ class CompiledGraph:
         tensors = args + outs
         if not tensors:
             lines.append("    _launch([])")
-            lines.append("    return []")
+            lines.append(f"    return {returned}")
             return "\n".join(lines) + "\n"
         lines.append("    state = getattr(_local, 'state', None)")
         lines.append("    if state is None:")
@@ -144,11 +166,7 @@ class CompiledGraph:
             if j < n_in and plan.strided_inputs[j]:
                 lines.append(f"        d{j}.sizes[:] = {t}.shape; d{j}.strides[:] = {t}.stride()")
         lines.append("        _fn(state[2])")
-        where = {slot: k for k, slot in enumerate(plan.output_slots)}
-        # A result that is a graph input (e.g. `x.clone()`, which is the value itself in
-        # lamina) is returned as a copy, as eager would: it must not alias the caller's tensor.
-        results = [f"o{where[s]}" if s in where else f"a{s}.clone()" for s in plan.results]
-        lines.append(f"    return [{', '.join(results)}]")
+        lines.append(f"    return {returned}")
         return "\n".join(lines) + "\n"
 
     @property
