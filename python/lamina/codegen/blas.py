@@ -184,15 +184,6 @@ def mark_contractions(func_op) -> list:
     return library
 
 
-def _single_value(x) -> ir.Value:
-    """The one result of what a dialect builder returned (a Value, an OpView or a result list)."""
-    if isinstance(x, ir.Value):
-        return x
-    if isinstance(x, ir.OpView):
-        return x.results[0]
-    return x[0]
-
-
 def promote_low_precision_operands(op):
     """The f32 form of a f16/bf16 library contraction accumulating in f32, which replaces it:
     each input becomes an f32 copy made in the kernel (a vectorized pointwise loop).
@@ -202,12 +193,12 @@ def promote_low_precision_operands(op):
     the transpose stays a 'T' view of the widened weight for lamina-contraction-to-blas."""
     from mlir.dialects import arith, linalg, tensor
 
-    from ..lowering.to_linalg import _map_tensor
+    from ..lowering.to_linalg import _map_tensor, _one
 
     f32 = ir.F32Type.get()
 
     def widen(v):
-        return _single_value(_map_tensor(v, ir.RankedTensorType.get(ir.RankedTensorType(v.type).shape, f32),
+        return _one(_map_tensor(v, ir.RankedTensorType.get(ir.RankedTensorType(v.type).shape, f32),
                                          lambda x: arith.extf(f32, x)))
 
     n_in = len(op.operands) - 1
@@ -220,11 +211,11 @@ def promote_low_precision_operands(op):
             elif owner is not None and owner.name == "linalg.transpose" and len(list(v.uses)) == 1:
                 init = tensor.empty(ir.RankedTensorType(v.type).shape, f32)
                 perm = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
-                inputs.append(_single_value(linalg.transpose(widen(owner.operands[0]), outs=[init], permutation=perm)))
+                inputs.append(_one(linalg.transpose(widen(owner.operands[0]), outs=[init], permutation=perm)))
             else:
                 inputs.append(widen(v))
         build = linalg.matmul if op.operation.name == "linalg.matmul" else linalg.batch_matmul
-        new = _single_value(build(*inputs, outs=[op.operands[n_in]])).owner
+        new = _one(build(*inputs, outs=[op.operands[n_in]])).owner
     for i in range(len(op.attributes)):
         named = op.attributes[i]
         if named.name not in ("indexing_maps", "operandSegmentSizes", "cast"):
