@@ -4,6 +4,7 @@
     python benchmarks/run.py --cases softmax,mlp --sizes large --repeat 50
     python benchmarks/run.py --device cuda --json out.json    # lamina has no GPU target yet: it falls back
     python benchmarks/run.py --no-inductor                    # skip inductor's (slow) compiles
+    python benchmarks/run.py --dynamic                        # also lamina with dynamic=True (symbolic shapes)
 
 For each case (benchmarks/cases.py) and size: run eager once for the expected result;
 then for each backend time the first call (compile time, compilation included) and check
@@ -23,6 +24,9 @@ matmul-bound cases, GFLOP/s; GB/s as % of the plain-copy bandwidth (`dst.copy_(s
 64 MiB, measured in the same run); compile seconds per backend; lamina's fallback ops
 (from lamina.backend.reports(): a case where any op ran eagerly is marked). Then the
 geomeans of the speedups over all rows (and per size) and the copy bandwidth.
+`--dynamic` adds the backend lamina_dyn: lamina compiling with `dynamic=True` (every
+input size symbolic, one compile for all sizes), and the ratio "dyn/static" = lamina ms /
+lamina_dyn ms (above 0.9: the symbolic compile is within 10% of the static one).
 `--json FILE` writes all of it, with the environment (torch, threads, CPU model).
 """
 from __future__ import annotations
@@ -39,7 +43,8 @@ import warnings
 from pathlib import Path
 
 BACKENDS = ("eager", "inductor", "lamina")
-SHORT = {"eager": "eager", "inductor": "ind", "lamina": "lam"}
+SHORT = {"eager": "eager", "inductor": "ind", "lamina": "lam", "lamina_dyn": "lam-dyn"}
+DYNAMIC_SUFFIX = "_dyn"  # label of a backend compiled with dynamic=True
 COPY_MIB = 64
 
 
@@ -180,6 +185,8 @@ def _compiled(label, fn):
         return fn
     ns = {"fn": fn}
     exec(compile(f"def run_{label}(*args):\n    return fn(*args)\n", f"<benchmark entry for {label}>", "exec"), ns)
+    if label.endswith(DYNAMIC_SUFFIX):
+        return torch.compile(ns[f"run_{label}"], backend=label[:-len(DYNAMIC_SUFFIX)], dynamic=True)
     return torch.compile(ns[f"run_{label}"], backend=label)
 
 
@@ -202,7 +209,7 @@ def compile_backend(label, inst, expected, device) -> tuple[dict, object]:
         except Exception as e:  # noqa: BLE001 - a failing backend is a failed row
             res.update(status="error", error=f"{type(e).__name__}: {_first_lines(e)}")
             return res, None
-    if label == "lamina":
+    if label.startswith("lamina"):
         res["lamina"] = lamina_summary(lamina.backend.reports()[n_reports:], caught)
     try:
         torch.testing.assert_close(out, expected, rtol=inst.rtol, atol=inst.atol)
@@ -259,8 +266,7 @@ def run_case(case, size, device, labels, sampler, args, copy_gbps) -> dict:
             res["pct_copy"] = round(100 * res["GBps"] / copy_gbps, 1)
             if inst.flops:
                 res["GFLOPps"] = round(inst.flops / st["ms"] / 1e6, 3)
-    for num, den, key in (("eager", "inductor", "eager/inductor"), ("eager", "lamina", "eager/lamina"),
-                          ("inductor", "lamina", "lamina_vs_inductor")):
+    for key, (num, den) in RATIOS:
         a, b = row.get(num, {}).get("ms"), row.get(den, {}).get("ms")
         if a and b:
             row[key] = round(a / b, 3)
@@ -270,7 +276,9 @@ def run_case(case, size, device, labels, sampler, args, copy_gbps) -> dict:
 # ---- summary and table -------------------------------------------------------------
 
 RATIOS = (("eager/inductor", ("eager", "inductor")), ("eager/lamina", ("eager", "lamina")),
-          ("lamina_vs_inductor", ("inductor", "lamina")))
+          ("lamina_vs_inductor", ("inductor", "lamina")), ("lamina_dyn_vs_static", ("lamina", "lamina_dyn")))
+RATIO_COLUMNS = {"eager/inductor": "eager/ind", "eager/lamina": "eager/lam", "lamina_vs_inductor": "lam vs ind",
+                 "lamina_dyn_vs_static": "dyn/static"}
 
 
 def geomean(values):
@@ -308,6 +316,10 @@ def _status(row, labels, notes) -> str:
             notes.append(f"{row['case']}/{row['size']}: {label} {r['status'].upper()}: {r.get('error', '')}")
             parts.append(f"{SHORT[label]} {r['status'].upper()} [{len(notes)}]")
     lam = row.get("lamina", {}).get("lamina")
+    dyn = row.get("lamina_dyn", {}).get("lamina")
+    if dyn and dyn["fallback_ops"]:
+        notes.append(f"{row['case']}/{row['size']}: lamina_dyn ran eagerly: {', '.join(dyn['fallback_ops'])}")
+        parts.append(f"dyn fallback {dyn['ops_total'] - dyn['ops_compiled']}/{dyn['ops_total']} ops [{len(notes)}]")
     if lam and lam["fallback_ops"]:
         # A reason names the row's first offending input; the rest is the same for every row.
         short = sorted({r.split("; first:")[0] for r in lam["fallback_reasons"]})
@@ -326,8 +338,7 @@ def table(rows, labels) -> tuple[str, list[str]]:
     notes: list[str] = []
     compiled = [l for l in labels if l != "eager"]
     head = ["case", "size", "shape", *[f"{SHORT[l]} ms" for l in labels]]
-    head += [k for k, (a, b) in (("eager/ind", ("eager", "inductor")), ("eager/lam", ("eager", "lamina")),
-                                 ("lam vs ind", ("inductor", "lamina"))) if a in labels and b in labels]
+    head += [RATIO_COLUMNS[k] for k, (a, b) in RATIOS if a in labels and b in labels]
     head += [f"{SHORT[l]} rate" for l in labels]
     head += ["% copy " + "/".join(SHORT[l][0] for l in labels)]
     head += [f"compile {SHORT[l]} s" for l in compiled]
@@ -360,7 +371,8 @@ def report_text(result) -> str:
     out += [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
     if notes:
         out.append("")
-    names = {"eager/inductor": "eager/inductor", "eager/lamina": "eager/lamina", "lamina_vs_inductor": "lamina vs inductor"}
+    names = {"eager/inductor": "eager/inductor", "eager/lamina": "eager/lamina", "lamina_vs_inductor": "lamina vs inductor",
+             "lamina_dyn_vs_static": "lamina dynamic vs static"}
     for group in ["all"] + [g for g in summary if g not in ("all", "compile_s")]:
         parts = [f"{names[k]} {_f(v['geomean'], '{:.3f}x')} ({v['rows']} rows)" for k, v in summary[group].items()]
         out.append(f"geomean {group + ':':6s} " + ", ".join(parts))
@@ -403,6 +415,8 @@ def parse_args(argv):
     p.add_argument("--json", metavar="FILE", help="write rows, summary and environment as JSON")
     p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"), default="float32",
                    help="floating inputs and parameters in this dtype (default float32)")
+    p.add_argument("--dynamic", action="store_true",
+                   help="also time lamina compiled with dynamic=True (lamina_dyn) and its ratio to static lamina")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     return p.parse_args(argv)
 
@@ -453,6 +467,8 @@ def main(argv=None) -> int:
         import torch._inductor.config as ic
         ic.force_disable_caches = True
     labels = [l for l in BACKENDS if not (args.no_inductor and l == "inductor")]
+    if args.dynamic:
+        labels.append("lamina" + DYNAMIC_SUFFIX)
     env = environment(device)
     env["dtype"] = args.dtype
     load, cores = env.get("loadavg_1min"), env.get("cpu_count") or 1

@@ -300,6 +300,14 @@ irdl.dialect @lamina {
     %result = irdl.base "!builtin.tensor"
     irdl.results(result: %result)
   }
+  // size(n): a symbolic size (an index value) as a rank-0 i64 tensor, where a size is
+  // used as a value (x / math.sqrt(x.shape[-1]) under dynamic shapes)
+  irdl.operation @size {
+    %size = irdl.is index
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(size: %size)
+    irdl.results(result: %result)
+  }
   // ---- Reductions over `dims` (sorted, non-negative); keepdim keeps them as size 1.
   // reduce_sum(input) over dims
   irdl.operation @reduce_sum {

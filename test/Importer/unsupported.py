@@ -40,11 +40,16 @@ def unsupported_dtype():
     report(aten_graph(lambda x: (x * 2).real, torch.randn(4, dtype=torch.complex64)))
 
 
-# CHECK-LABEL: dynamic_shapes
-# CHECK: unsupported {{.*}}: {{.*}}symbolic
+# CHECK-LABEL: data_dependent_sizes
+# A size known only after an op runs (nonzero) is refused per op; symbolic sizes are not.
+# CHECK-NOT: unsupported mul
+# CHECK: unsupported nonzero: no lamina converter
+# CHECK: unsupported sym_size_int{{.*}}: result has a data-dependent size or value
 @run
-def dynamic_shapes():
-    report(aten_graph(lambda x: x * 2, torch.randn(4, 8), dynamic=True))
+def data_dependent_sizes():
+    import torch._dynamo.config as dc
+    with dc.patch(capture_dynamic_output_shape_ops=True):
+        report(aten_graph(lambda x: torch.nonzero(x * 2), torch.randn(4, 8), dynamic=True))
 
 
 # CHECK-LABEL: empty_read

@@ -129,6 +129,35 @@ def _device_fallback(gm, name, options, entry, bad):
     return gm
 
 
+def _graph_symbols(gm: torch.fx.GraphModule, example_inputs) -> dict:
+    """symbol -> its value in the example inputs, for the symbolic sizes of the graph's inputs."""
+    from ..dialect import symbols as S
+
+    found = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, n in enumerate(placeholders):
+        val = n.meta.get("val")
+        example = example_inputs[i] if example_inputs is not None and i < len(example_inputs) else None
+        if isinstance(val, torch.SymInt):
+            dims, sizes = [S.dim_of(val)], [example]
+        elif isinstance(val, torch.Tensor):
+            dims = [S.dim_of(d) for d in val.shape]
+            sizes = list(example.shape) if isinstance(example, torch.Tensor) else [None] * len(dims)
+        else:
+            continue
+        for d, size in zip(dims, sizes):
+            if isinstance(d, str) and d.isidentifier():
+                found.setdefault(d, _hint(size))
+    return dict(sorted(found.items()))
+
+
+def _hint(size):
+    """The example value of a size (an int, or a SymInt's hint), or None."""
+    if isinstance(size, torch.SymInt):
+        return size.node.hint
+    return size if isinstance(size, int) else None
+
+
 def _strided_placeholders(gm: torch.fx.GraphModule) -> set[int]:
     strided = set()
     for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
@@ -148,7 +177,8 @@ def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     result.compiled._mlir_context = ctx  # the JIT module lives in this context
     output = next(n for n in gm.graph.nodes if n.op == "output")
     single = not isinstance(output.args[0], (tuple, list))
-    result_of_output = [None if spec is None else spec.result_index for spec in imported.outputs]
+    result_of_output = [None if spec is None else spec.result_index if hasattr(spec, "result_index")
+                        else ("size", spec.expr) for spec in imported.outputs]
     return result.compiled.structured_call(single, result_of_output), result
 
 
@@ -159,6 +189,10 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     all_ops = _aten_nodes(gm)
     entry = {"graph": name, "target": options.target, "ops_total": len(all_ops), "ops_compiled": 0,
              "fallback_ops": [], "kernels": 0, "compile_s": 0.0, "partitions": 0}
+    symbols = _graph_symbols(gm, example_inputs)
+    entry["dynamic"] = bool(symbols)
+    if symbols:
+        entry["symbols"] = symbols
     off_device = _unsupported_devices(gm, example_inputs, set(target_devices(options.target)))
     bad = [] if off_device else unsupported_nodes(gm)
     if off_device:

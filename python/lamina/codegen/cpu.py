@@ -312,54 +312,81 @@ class CpuKernelLibrary:
         strides of the arguments whose memrefs have a dynamic strided layout)."""
         return KernelLauncher(self._entry(kernel), list(strided))
 
-    def graph_launcher(self, graph: str, strided: Sequence[bool], arena_bytes: int) -> "KernelLauncher":
+    def graph_launcher(self, graph: str, strided: Sequence[bool], arena_bytes: int | None,
+                       index_args: Sequence[bool] = ()) -> "KernelLauncher":
         """The launcher of a graph entry (lamina-kernel-abi): tensors are the graph's inputs
-        then its output buffers; the arena is appended, one per thread, allocated once."""
-        return KernelLauncher(self._entry(graph), list(strided), arena_bytes=arena_bytes)
+        then its output buffers; the arena is appended, one per thread. `arena_bytes` None:
+        its size depends on symbols and the caller passes it per call."""
+        return KernelLauncher(self._entry(graph), list(strided), arena_bytes=arena_bytes,
+                              index_args=list(index_args), has_arena=True)
 
 
 class KernelLauncher:
     """Calls one kernel on tensors (inputs then outputs, in the kernel's argument order).
 
-    Sizes and strides of identity-layout arguments are static in the kernel (shapes are
-    static per compiled graph), so they are written on a thread's first call only. Each
-    thread gets its own descriptors (and, for a graph entry, its own arena: an `arena_bytes`
-    that is not None appends a byte buffer of that size as the last argument), so concurrent
-    calls do not race."""
+    Sizes and strides of identity-layout arguments of static shape are written on a
+    thread's first call only; `strided[i]` arguments (views, or of symbolic shape) get
+    theirs on every call. `index_args[i]` arguments are Python ints (symbol values),
+    passed as int64. Each thread gets its own descriptors (and, for a graph entry, its
+    own arena: `has_arena` appends a byte buffer, of `arena_bytes`, or of the size passed
+    per call when that is None), so concurrent calls do not race."""
 
-    def __init__(self, fn, strided: list[bool], arena_bytes: int | None = None):
+    def __init__(self, fn, strided: list[bool], arena_bytes: int | None = None,
+                 index_args: list[bool] | None = None, has_arena: bool = False):
         import threading
 
         self.fn, self.strided, self.arena_bytes = fn, strided, arena_bytes
+        self.index_args = index_args or [False] * len(strided)
+        self.has_arena = has_arena or arena_bytes is not None
         # per thread: `state` = (descriptors, their pointers, the packed argument array)
         self.local = threading.local()
 
-    def _state(self, tensors):
-        if self.arena_bytes is not None:
-            import torch
-
-            arena = torch.empty(self.arena_bytes, dtype=torch.uint8)
-            self.local.arena = arena  # alive as long as this thread's descriptors point at it
-            tensors = list(tensors) + [arena]
-        descs = [descriptor(t) for t in tensors]
-        ptrs = [ctypes.pointer(d) for d in descs]
+    def _state(self, args, arena_bytes: int = 0):
+        descs = [ctypes.c_int64(int(a)) if is_index else descriptor(a)
+                 for a, is_index in zip(args, self.index_args + [False] * (len(args) - len(self.index_args)))]
+        if self.has_arena:
+            descs.append(descriptor(self._new_arena(self.arena_bytes if self.arena_bytes is not None else arena_bytes)))
+        # The packed C interface takes void** pointing at each argument: a pointer to a
+        # memref descriptor, or the index value itself.
+        ptrs = [d if isinstance(d, ctypes.c_int64) else ctypes.pointer(d) for d in descs]
         packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
         state = (descs, ptrs, packed)
         self.local.state = state
         return state
 
-    def __call__(self, tensors) -> None:
+    def _new_arena(self, nbytes: int):
+        import torch
+
+        arena = torch.empty(max(int(nbytes), 1), dtype=torch.uint8)
+        self.local.arena = arena  # alive as long as this thread's descriptors point at it
+        return arena
+
+    def grow_arena(self, state, nbytes: int) -> None:
+        """Make this thread's arena at least `nbytes` (a symbolic plan's size for this call)."""
+        arena = getattr(self.local, "arena", None)
+        d = state[0][-1]
+        if arena is None or arena.numel() < nbytes:
+            arena = self._new_arena(nbytes * 5 // 4)  # headroom: sizes grow in small steps
+            d.allocated = d.aligned = arena.data_ptr()
+        d.sizes[0] = arena.numel()
+
+    def __call__(self, args, arena_bytes: int = 0) -> None:
         state = getattr(self.local, "state", None)
         if state is None:
-            state = self._state(tensors)
+            state = self._state(args, arena_bytes)
         else:
-            for d, t, s in zip(state[0], tensors, self.strided):
+            for d, t, s, i in zip(state[0], args, self.strided, self.index_args):
+                if i:
+                    d.value = int(t)
+                    continue
                 p = t.data_ptr()
                 d.allocated = p
                 d.aligned = p
                 if s:
                     d.sizes[:] = t.shape
                     d.strides[:] = t.stride()
+            if self.has_arena and self.arena_bytes is None:
+                self.grow_arena(state, arena_bytes)
         self.fn(state[2])
 
 

@@ -6,7 +6,8 @@ result type of an op from its operands and its attributes as Python values; ops 
 result is chosen by the builder (reshape, broadcast_to, cast, constant, iota) take
 it from the caller and are checked instead by `check_result_type`.
 
-Dynamic dims are `None` in shapes (`?` in types) and flow through every rule.
+Symbolic dims are expression strings in shapes (`?` plus the type's encoding, see
+symbols.py) and flow through every rule; `symbols.UNKNOWN` is a size nothing is known of.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Callable
 
 from mlir import ir
 
+from . import symbols as S
 from . import types as T
 
 Shape = list  # list[int | None]
@@ -33,7 +35,7 @@ ARITH_BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_BINARY_OPS = ("logical_and", "logical_or", "logical_xor")
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "var")
-RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota")
+RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota", "size")
 
 
 def rule(*names):
@@ -58,7 +60,9 @@ def infer_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict) -
 # ---- helpers -----------------------------------------------------------------
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
-    """numpy/torch broadcasting; None is a dynamic size."""
+    """numpy/torch broadcasting; a string (or None) is a symbolic size. torch guarantees a
+    symbolic size that broadcasts against another size equals it (dynamo specializes 0/1
+    and guards equalities), so a static size wins over a symbol."""
     rank = max((len(s) for s in shapes), default=0)
     out: Shape = []
     for i in range(rank):
@@ -72,12 +76,22 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
                 continue
             if size == 1:
                 size = d
-            elif d is None or size is None:
-                size = size if d is None else d
+            elif d == size:
+                continue
+            elif _symbolic(d) and _symbolic(size):
+                size = d if size in (None, S.UNKNOWN) else size   # keep the known expression
+            elif _symbolic(size):
+                size = d                                          # a static size wins
+            elif _symbolic(d):
+                continue
             elif d != size:
                 raise ShapeError(f"shapes {[list(x) for x in shapes]} do not broadcast (dim {i}: {size} vs {d})")
         out.append(size)
     return out
+
+
+def _symbolic(d) -> bool:
+    return d is None or isinstance(d, str)
 
 
 def normalize_dim(dim: int, rank: int) -> int:
@@ -102,12 +116,12 @@ def _unary(name, ts, attrs):
 
 @rule("logical_not")
 def _logical_not(name, ts, attrs):
-    return T.tensor_type(T.shape_of(ts[0]), "i1")
+    return T.tensor_type(T.dims_of(ts[0]), "i1")
 
 
 @rule(*ARITH_BINARY_OPS)
 def _arith_binary(name, ts, attrs):
-    shape = broadcast_shapes(T.shape_of(ts[0]), T.shape_of(ts[1]))
+    shape = broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1]))
     elem = T.promote([_elem_rank(t) for t in ts])
     if name == "div" and not T.is_float(elem):
         elem = T.element_type("f32")  # true division, as aten.div.Tensor
@@ -116,7 +130,7 @@ def _arith_binary(name, ts, attrs):
 
 @rule(*COMPARE_OPS, *LOGICAL_BINARY_OPS)
 def _predicate_binary(name, ts, attrs):
-    return T.tensor_type(broadcast_shapes(T.shape_of(ts[0]), T.shape_of(ts[1])), "i1")
+    return T.tensor_type(broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1])), "i1")
 
 
 @rule("where")
@@ -124,14 +138,14 @@ def _where(name, ts, attrs):
     cond, a, b = ts
     if not T.is_bool(cond.element_type):
         raise ShapeError(f"lamina.where condition must be i1, got {cond}")
-    shape = broadcast_shapes(T.shape_of(cond), T.shape_of(a), T.shape_of(b))
+    shape = broadcast_shapes(T.dims_of(cond), T.dims_of(a), T.dims_of(b))
     return T.tensor_type(shape, T.promote([_elem_rank(a), _elem_rank(b)]))
 
 
 @rule(*REDUCE_OPS)
 def _reduce(name, ts, attrs):
     (t,) = ts
-    shape = T.shape_of(t)
+    shape = T.dims_of(t)
     dims = sorted({normalize_dim(d, len(shape)) for d in attrs["dims"]}) if len(shape) else []
     keepdim = bool(attrs["keepdim"])
     out = [1 if i in dims else s for i, s in enumerate(shape) if keepdim or i not in dims]
@@ -148,8 +162,8 @@ def _matmul(name, ts, attrs):
     a, b = ts
     if a.rank < 2 or b.rank < 2:
         raise ShapeError(f"lamina.matmul needs rank >= 2 operands, got {a} and {b}")
-    sa, sb = T.shape_of(a), T.shape_of(b)
-    if sa[-1] is not None and sb[-2] is not None and sa[-1] != sb[-2]:
+    sa, sb = T.dims_of(a), T.dims_of(b)
+    if isinstance(sa[-1], int) and isinstance(sb[-2], int) and sa[-1] != sb[-2]:
         raise ShapeError(f"lamina.matmul contraction sizes differ: {a} x {b}")
     if str(a.element_type) != str(b.element_type):
         raise ShapeError(f"lamina.matmul operands must share an element type: {a} x {b}")
@@ -163,14 +177,19 @@ def _transpose(name, ts, attrs):
     perm = [int(p) for p in attrs["perm"]]
     if sorted(perm) != list(range(t.rank)):
         raise ShapeError(f"lamina.transpose perm {perm} is not a permutation of rank {t.rank}")
-    shape = T.shape_of(t)
+    shape = T.dims_of(t)
     return T.tensor_type([shape[p] for p in perm], t.element_type)
 
 
 def slice_size(size, start: int, end: int, step: int):
     """Number of elements of input[start:end:step] along one dim (start/end normalized here)."""
-    if size is None:
-        return None
+    if size is None or size == S.UNKNOWN:
+        return S.UNKNOWN
+    if isinstance(size, str):
+        if start < 0 or end < 0:
+            return S.UNKNOWN
+        stop = size if end >= 2**62 else f"min({end}, {size})"
+        return S.simplify(f"max(0, ({stop} - {start} + {step - 1}) // {step})")
     start = min(max(start + size if start < 0 else start, 0), size)
     end = min(max(end + size if end < 0 else end, 0), size)
     return max(0, (end - start + step - 1) // step)
@@ -179,7 +198,7 @@ def slice_size(size, start: int, end: int, step: int):
 @rule("slice")
 def _slice(name, ts, attrs):
     (t,) = ts
-    shape = T.shape_of(t)
+    shape = T.dims_of(t)
     dim = normalize_dim(attrs["dim"], t.rank)
     if attrs["step"] <= 0:
         raise ShapeError("lamina.slice needs step > 0")
@@ -193,11 +212,11 @@ def _concat(name, ts, attrs):
     if a.rank != b.rank or str(a.element_type) != str(b.element_type):
         raise ShapeError(f"lamina.concat operands differ in rank or dtype: {a}, {b}")
     dim = normalize_dim(attrs["dim"], a.rank)
-    sa, sb = T.shape_of(a), T.shape_of(b)
+    sa, sb = T.dims_of(a), T.dims_of(b)
     for i, (x, y) in enumerate(zip(sa, sb)):
-        if i != dim and x is not None and y is not None and x != y:
+        if i != dim and isinstance(x, int) and isinstance(y, int) and x != y:
             raise ShapeError(f"lamina.concat sizes differ outside dim {dim}: {a}, {b}")
-    sa[dim] = None if sa[dim] is None or sb[dim] is None else sa[dim] + sb[dim]
+    sa[dim] = S.combine("+", sa[dim], sb[dim])
     return T.tensor_type(sa, a.element_type)
 
 
@@ -207,8 +226,8 @@ def _index_select(name, ts, attrs):
     if not T.is_integer(idx.element_type):
         raise ShapeError(f"lamina.index_select index must be an integer tensor, got {idx}")
     dim = normalize_dim(attrs["dim"], t.rank)
-    shape = T.shape_of(t)
-    return T.tensor_type(shape[:dim] + T.shape_of(idx) + shape[dim + 1:], t.element_type)
+    shape = T.dims_of(t)
+    return T.tensor_type(shape[:dim] + T.dims_of(idx) + shape[dim + 1:], t.element_type)
 
 
 @rule("softmax", "log_softmax")
@@ -225,7 +244,7 @@ def _softmax(name, ts, attrs):
 def _numel(shape):
     n = 1
     for s in shape:
-        if s is None:
+        if not isinstance(s, int):
             return None
         n *= s
     return n
@@ -236,15 +255,17 @@ def check_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict, r
     r = ir.RankedTensorType(result)
     if op_name in RESULT_GIVEN_OPS:
         if op_name == "reshape":
-            a, b = _numel(T.shape_of(operand_types[0])), _numel(T.shape_of(r))
+            a, b = _numel(T.dims_of(operand_types[0])), _numel(T.dims_of(r))
             if a is not None and b is not None and a != b:
                 raise ShapeError(f"lamina.reshape changes the element count: {operand_types[0]} -> {r}")
         elif op_name == "broadcast_to":
-            src = T.shape_of(operand_types[0])
-            if broadcast_shapes(src, T.shape_of(r)) != T.shape_of(r) and None not in T.shape_of(r):
+            src, dst = T.shape_of(operand_types[0]), T.shape_of(r)
+            if None not in src + dst and broadcast_shapes(src, dst) != dst:
                 raise ShapeError(f"lamina.broadcast_to: {operand_types[0]} does not broadcast to {r}")
         elif op_name == "iota" and r.rank != 1:
             raise ShapeError("lamina.iota result must be rank 1")
+        elif op_name == "size" and (r.rank != 0 or str(r.element_type) != "i64"):
+            raise ShapeError("lamina.size result must be tensor<i64>")
         if op_name in ("reshape", "broadcast_to") and str(r.element_type) != str(ir.RankedTensorType(operand_types[0]).element_type):
             raise ShapeError(f"lamina.{op_name} cannot change the element type")
         return

@@ -119,11 +119,30 @@ def name_to_torch_dtype(name: str):
 
 
 def tensor_type(shape, elem: ir.Type | str) -> ir.RankedTensorType:
-    """tensor type; `None` or a negative size in `shape` means a dynamic dim (`?`)."""
+    """tensor type; a dim is a static size, or a symbolic size (an expression string, see
+    symbols.py) or `None` / a negative size (an unknown one), both `?`."""
+    from .symbols import UNKNOWN, encoding
+
     if isinstance(elem, str):
         elem = element_type(elem)
-    dims = [DYNAMIC if (d is None or d < 0) else int(d) for d in shape]
-    return ir.RankedTensorType.get(dims, elem)
+    dims = [d if isinstance(d, str) else UNKNOWN if (d is None or d < 0) else int(d) for d in shape]
+    static = [DYNAMIC if isinstance(d, str) else d for d in dims]
+    enc = encoding(dims)
+    if enc is None:
+        return ir.RankedTensorType.get(static, elem)
+    return ir.RankedTensorType.get(static, elem, encoding=enc)
+
+
+def dims_of(t: ir.Type) -> list:
+    """Static sizes, and expressions (strings) for symbolic ones (symbols.dims_of)."""
+    from .symbols import dims_of as _dims_of
+
+    return _dims_of(t)
+
+
+def with_element_type(t: ir.Type, elem: ir.Type | str) -> ir.RankedTensorType:
+    """`t` with another element type, its symbolic sizes kept."""
+    return tensor_type(dims_of(t), elem)
 
 
 def shape_of(t: ir.Type) -> list[int | None]:

@@ -22,6 +22,7 @@ import torch
 from mlir import ir
 
 from ..dialect import ops
+from ..dialect import symbols as S
 from ..dialect import types as T
 
 aten = torch.ops.aten
@@ -31,6 +32,9 @@ aten = torch.ops.aten
 class Converter:
     fn: Callable
     check: Callable | None = None
+    # Its symbolic-integer arguments only state the result's shape, which the converter
+    # takes from node.meta["val"] (view sizes, expand sizes, full's size, arange's end).
+    sizes_only: bool = False
 
 
 CONVERTERS: dict = {}
@@ -45,12 +49,12 @@ def _resolve(name: str):
         return None
 
 
-def register(*names: str, check: Callable | None = None):
+def register(*names: str, check: Callable | None = None, sizes_only: bool = False):
     def deco(fn):
         for n in names:
             target = _resolve(n)
             if target is not None:
-                CONVERTERS[target] = Converter(fn, check)
+                CONVERTERS[target] = Converter(fn, check, sizes_only)
         return fn
     return deco
 
@@ -83,7 +87,8 @@ def elem(v: ir.Value) -> ir.Type:
 
 
 def shape(v: ir.Value) -> list:
-    return T.shape_of(v.type)
+    """Sizes: ints, and expression strings for symbolic ones."""
+    return T.dims_of(v.type)
 
 
 def rank(v: ir.Value) -> int:
@@ -92,7 +97,7 @@ def rank(v: ir.Value) -> int:
 
 def meta_type(node, index: int | None = None) -> ir.RankedTensorType:
     val = node.meta["val"] if index is None else node.meta["val"][index]
-    return T.tensor_type([int(d) for d in val.shape], T.torch_dtype_to_name(val.dtype))
+    return T.tensor_type([S.dim_of(d) for d in val.shape], T.torch_dtype_to_name(val.dtype))
 
 
 def _scalar_attr(value, et: ir.Type) -> ir.Attribute:
@@ -104,9 +109,12 @@ def _scalar_attr(value, et: ir.Type) -> ir.Attribute:
 
 
 def constant(value, et: ir.Type | str, shp=()) -> ir.Value:
-    """A splat lamina.constant of `value` (rank 0 by default)."""
+    """A splat lamina.constant of `value` (rank 0 by default); of a symbolic shape, a
+    rank-0 constant broadcast to it."""
     if isinstance(et, str):
         et = T.element_type(et)
+    if any(isinstance(d, str) for d in shp):
+        return ops.broadcast_to(constant(value, et), result_type=T.tensor_type(list(shp), et))
     tt = T.tensor_type(list(shp), et)
     return ops.constant(value=ir.DenseElementsAttr.get_splat(tt, _scalar_attr(value, et)), result_type=tt)
 
@@ -136,7 +144,7 @@ def as_value(x, like: ir.Value | None = None) -> ir.Value:
 def cast(v: ir.Value, et: ir.Type) -> ir.Value:
     if str(elem(v)) == str(et):
         return v
-    return ops.cast(v, result_type=T.tensor_type(shape(v), et))
+    return ops.cast(v, result_type=T.with_element_type(v.type, et))
 
 
 def reshape(v: ir.Value, tt: ir.Type) -> ir.Value:
@@ -165,6 +173,53 @@ def norm_dims(dims, r: int) -> list:
 def _is_float_val(node_arg) -> bool:
     v = getattr(node_arg, "meta", {}).get("val")
     return isinstance(v, torch.Tensor) and v.dtype.is_floating_point
+
+
+def _arg(node, name: str, default=None):
+    """The node's argument `name` by schema (positional or keyword)."""
+    for i, arg in enumerate(node.target._schema.arguments):
+        if arg.name == name:
+            if not arg.kwarg_only and i < len(node.args):
+                return node.args[i]
+            return node.kwargs.get(name, default)
+    return default
+
+
+def _is_symbolic_scalar(a) -> bool:
+    val = a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+    return isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _static_args(*names: str):
+    """A check refusing the node when one of these arguments is symbolic (its other
+    symbolic arguments only give the result's shape)."""
+    def check(node):
+        for n in names:
+            if _is_symbolic_scalar(_arg(node, n)):
+                return f"symbolic {n} (lamina takes a symbolic size here only as the result's shape)"
+        return None
+    return check
+
+
+def _all_checks(*checks):
+    def check(node):
+        for c in checks:
+            reason = c(node) if c is not None else None
+            if reason:
+                return reason
+        return None
+    return check
+
+
+def _static_sliced_dim(node) -> str | None:
+    """Slicing converters compute bounds from the sliced dim's size: it must be static."""
+    x = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(x, torch.Tensor) or x.dim() == 0:
+        return None
+    dim = _arg(node, "dim", 0)
+    if isinstance(dim, int) and not isinstance(x.shape[dim % x.dim()], int):
+        return "slicing along a symbolic dim (not supported yet)"
+    return None
 
 
 def _users_ignore_value(node) -> str | None:
@@ -408,6 +463,21 @@ def _identity(imp, node, a):
     return a.self
 
 
+def _one_element(node) -> str | None:
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(x, torch.Tensor) or not all(isinstance(d, int) for d in x.shape) or x.numel() != 1:
+        return "item() of a tensor that is not one element of static shape"
+    return None
+
+
+@register("aten._local_scalar_dense.default", check=_one_element)
+def _local_scalar_dense(imp, node, a):
+    # A scalar is a rank-0 tensor in lamina: `t.item()` used as a value is `t` itself (what
+    # dynamo makes of an unspecialized float attribute such as an eps under dynamic=True).
+    x = a.self
+    return x if rank(x) == 0 else ops.reshape(x, result_type=T.tensor_type([], elem(x)))
+
+
 @register("aten.scalar_tensor.default")
 def _scalar_tensor(imp, node, a):
     return constant(a.s, meta_type(node).element_type)
@@ -416,24 +486,26 @@ def _scalar_tensor(imp, node, a):
 def _splat_like_meta(value_key):
     def conv(imp, node, a):
         tt = meta_type(node)
-        return constant(a[value_key] if value_key else 0, tt.element_type, T.shape_of(tt))
+        return constant(a[value_key] if value_key else 0, tt.element_type, T.dims_of(tt))
     return conv
 
 
-register("aten.full.default", "aten.full_like.default", "aten.new_full.default")(_splat_like_meta("fill_value"))
+register("aten.full.default", "aten.full_like.default", "aten.new_full.default",
+         check=_static_args("fill_value"), sizes_only=True)(_splat_like_meta("fill_value"))
 register("aten.fill.Scalar")(_splat_like_meta("value"))
-register("aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default")(_splat_like_meta(None))
+register("aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",
+         sizes_only=True)(_splat_like_meta(None))
 
 
-@register("aten.ones.default", "aten.ones_like.default", "aten.new_ones.default")
+@register("aten.ones.default", "aten.ones_like.default", "aten.new_ones.default", sizes_only=True)
 def _ones(imp, node, a):
     tt = meta_type(node)
-    return constant(1, tt.element_type, T.shape_of(tt))
+    return constant(1, tt.element_type, T.dims_of(tt))
 
 
 # Uninitialized memory: safe only when no user reads the values (fill_ -> full_like).
 register("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
-         "aten.new_empty.default", check=_users_ignore_value)(_splat_like_meta(None))
+         "aten.new_empty.default", check=_users_ignore_value, sizes_only=True)(_splat_like_meta(None))
 
 
 def constant_from_tensor(t: torch.Tensor) -> ir.Value:
@@ -475,12 +547,13 @@ def _arange_check(node):
     return None
 
 
-@register("aten.arange.start_step", "aten.arange.start", check=_arange_check)
+@register("aten.arange.start_step", "aten.arange.start", check=_all_checks(_arange_check, _static_args("start", "step")),
+          sizes_only=True)
 def _arange_ss(imp, node, a):
     return _arange(imp, node, a.start, a.get("step", 1))
 
 
-@register("aten.arange.default", check=_arange_check)
+@register("aten.arange.default", check=_arange_check, sizes_only=True)
 def _arange_end(imp, node, a):
     return _arange(imp, node, 0, 1)
 
@@ -636,7 +709,8 @@ def _to_meta_shape(imp, node, a):
 
 register("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
          "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims",
-         "aten.unsqueeze.default", "aten.flatten.using_ints", "aten.view_copy.default")(_to_meta_shape)
+         "aten.unsqueeze.default", "aten.flatten.using_ints", "aten.view_copy.default",
+         sizes_only=True)(_to_meta_shape)
 
 
 def _transpose(x, perm):
@@ -666,7 +740,7 @@ def _t(imp, node, a):
     return _transpose(a.self, [1, 0]) if rank(a.self) == 2 else a.self
 
 
-@register("aten.expand.default")
+@register("aten.expand.default", sizes_only=True)
 def _expand(imp, node, a):
     tt = meta_type(node)
     return a.self if a.self.type == tt else ops.broadcast_to(a.self, result_type=tt)
@@ -689,18 +763,18 @@ def slice_(x, dim, start, end, step=1):
     return ops.slice(x, dim=dim, start=start, end=end, step=step)
 
 
-@register("aten.slice.Tensor")
+@register("aten.slice.Tensor", check=_static_sliced_dim)
 def _slice(imp, node, a):
     return slice_(a.self, a.dim, a.start, a.end, a.step)
 
 
-@register("aten.narrow.default")
+@register("aten.narrow.default", check=_static_sliced_dim)
 def _narrow(imp, node, a):
     start = a.start % shape(a.self)[a.dim % rank(a.self)] if a.start < 0 else a.start
     return slice_(a.self, a.dim, start, start + a.length)
 
 
-@register("aten.select.int")
+@register("aten.select.int", check=_static_sliced_dim)
 def _select(imp, node, a):
     size = shape(a.self)[a.dim % rank(a.self)]
     i = a.index + size if a.index < 0 else a.index
@@ -727,19 +801,19 @@ def _split(x, sizes, dim):
     return tuple(outs)
 
 
-@register("aten.split_with_sizes.default")
+@register("aten.split_with_sizes.default", check=_static_sliced_dim)
 def _split_with_sizes(imp, node, a):
     return _split(a.self, a.split_sizes, a.dim)
 
 
-@register("aten.split.Tensor")
+@register("aten.split.Tensor", check=_static_sliced_dim)
 def _split_tensor(imp, node, a):
     n = shape(a.self)[a.dim % rank(a.self)]
     sizes = [min(a.split_size, n - i) for i in range(0, n, a.split_size)] or [0]
     return _split(a.self, sizes, a.dim)
 
 
-@register("aten.unbind.int")
+@register("aten.unbind.int", check=_static_sliced_dim)
 def _unbind(imp, node, a):
     n = shape(a.self)[a.dim % rank(a.self)]
     return tuple(reshape(slice_(a.self, a.dim, i, i + 1), meta_type(node, i)) for i in range(n))
@@ -750,7 +824,7 @@ def _slice_scatter_check(node):
     return None if step == 1 else f"slice_scatter with step {step}"
 
 
-@register("aten.slice_scatter.default", check=_slice_scatter_check)
+@register("aten.slice_scatter.default", check=_all_checks(_slice_scatter_check, _static_sliced_dim))
 def _slice_scatter(imp, node, a):
     """input with input[start:end] along dim replaced by src (what x[:, 1:].mul_(2) becomes):
     concat(input[:start], src, input[end:]), leaving out empty pieces."""

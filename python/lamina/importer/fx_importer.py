@@ -31,6 +31,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from .. import dialect
+from ..dialect import symbols as S
 from ..dialect import types as T
 
 
@@ -59,10 +60,18 @@ ImportError_ = LaminaImportError
 
 @dataclass
 class OutputSpec:
-    """One tensor output of the graph: torch dtype, static shape, index among the func results."""
+    """One tensor output of the graph: torch dtype, shape (ints, and expression strings for
+    symbolic sizes), index among the func results."""
     dtype: torch.dtype
     shape: tuple
     result_index: int
+
+
+@dataclass(frozen=True)
+class SizeOutput:
+    """An output that is a size (an int or a symbol expression), not a func result: the
+    runtime computes it from the symbols' values."""
+    expr: int | str
 
 
 @dataclass
@@ -70,7 +79,7 @@ class ImportedGraph:
     module: ir.Module             # holds func.func @<func_name> {lamina.graph}
     func_name: str
     input_names: list[str]        # FX placeholder names, in argument order
-    outputs: list                 # per flattened FX output: OutputSpec, or None for a None output
+    outputs: list                 # per flattened FX output: OutputSpec, SizeOutput, or None for a None output
     node_values: dict = field(default_factory=dict, repr=False)  # fx node name -> ir.Value (debug)
 
 
@@ -122,12 +131,35 @@ def node_location(node: torch.fx.Node) -> ir.Location:
     return ir.Location.name(node.name, childLoc=child)
 
 
-def _has_symbolic(val) -> bool:
-    if isinstance(val, torch.Tensor):
-        return any(not isinstance(d, int) for d in val.shape)
-    if isinstance(val, (list, tuple)):
-        return any(_has_symbolic(v) for v in val)
-    return isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool))
+def _unbacked(val) -> bool:
+    """True when a size or scalar depends on data (nonzero, .item()): no shape function
+    can compute it before the kernels run."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    try:
+        return bool(free_unbacked_symbols(val))
+    except Exception:  # noqa: BLE001 - a value free_unbacked_symbols cannot walk
+        return False
+
+
+# Nodes that compute sizes (SymInt) from sizes: they produce no IR (the sizes they stand
+# for are expressions in the tensor types), see FxImporter._convert.
+SIZE_NODES = {operator.mul, operator.add, operator.sub, operator.floordiv, operator.mod, operator.neg,
+              torch.sym_max, torch.sym_min, torch.sym_sum} | {
+    t for t in (getattr(torch.ops.aten.sym_size, "int", None), getattr(torch.ops.aten.sym_numel, "default", None),
+                getattr(torch.ops.aten.sym_stride, "int", None), getattr(torch.ops.aten.sym_storage_offset, "default", None))
+    if t is not None}
+
+
+# Nodes computing a symbolic float from sizes (math.sqrt(x.shape[-1]) under dynamic=True).
+FLOAT_SIZE_NODES = {torch.sym_float, operator.truediv, operator.pow} | (
+    {torch._sym_sqrt} if hasattr(torch, "_sym_sqrt") else set())
+
+
+@dataclass(frozen=True)
+class SymbolicSize:
+    """What the importer maps a size node (a SymInt) to: its expression; no IR value."""
+    expr: int | str
 
 
 def _tensor_vals(val):
@@ -163,14 +195,50 @@ def _val_reason(val, what: str) -> str | None:
     """Why a meta value cannot be imported (None when it can)."""
     if val is None:
         return f"{what} has no meta['val']"
-    if _has_symbolic(val):
-        return f"{what} has a symbolic shape or value (dynamic shapes are not supported yet)"
+    if _unbacked(val):
+        return f"{what} has a data-dependent size or value (it is known only after the op runs)"
+    if isinstance(val, (torch.SymFloat, torch.SymBool)):
+        return f"{what} is a symbolic {type(val).__name__} (lamina takes symbolic integers only)"
     for t in _tensor_vals(val):
         if not _dtype_ok(t.dtype):
             return f"{what} has dtype {t.dtype}, which lamina does not support"
-        if t.device.type != "cpu" and t.device.type != "meta":
-            pass  # device placement is the backend's business; the IR is device-free
     return None
+
+
+def _scalar_reason(node: torch.fx.Node) -> str | None:
+    """Why a node computing a symbolic scalar from sizes cannot become a rank-0 tensor."""
+    val = node.meta.get("val")
+    if _unbacked(val):
+        return "result has a data-dependent size or value (it is known only after the op runs)"
+    if isinstance(val, (int, torch.SymInt)) and (node.op == "placeholder" or node.target in SIZE_NODES):
+        return None  # any expression of symbols: materialized from them
+    if isinstance(val, (float, torch.SymFloat)) and node.target in FLOAT_SIZE_NODES | SIZE_NODES:
+        for a in node.args:
+            if isinstance(a, torch.fx.Node) and _scalar_reason(a) is not None:
+                return _scalar_reason(a)
+            if not isinstance(a, (torch.fx.Node, int, float)):
+                return f"{_target_name(node)} of a {type(a).__name__}"
+        return None
+    return f"{_target_name(node)} gives a {type(val).__name__}, which lamina cannot compute from sizes"
+
+
+def _scalar_node(a) -> bool:
+    """A symbolic scalar that the importer can compute as a rank-0 tensor."""
+    return isinstance(a, torch.fx.Node) and (
+        (a.op == "placeholder" and isinstance(a.meta.get("val"), torch.SymInt))
+        or (a.op == "call_function" and (a.target in SIZE_NODES or a.target in FLOAT_SIZE_NODES)
+            and _scalar_reason(a) is None))
+
+
+def _symbolic_scalar(a) -> bool:
+    """A symbolic scalar argument with no tensor behind it (item() gives a rank-0 tensor)."""
+    if isinstance(a, torch.fx.Node):
+        return isinstance(a.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool)) and not _is_item(a)
+    return isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _is_item(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target is torch.ops.aten._local_scalar_dense.default
 
 
 def _node_reason(node: torch.fx.Node, gm: torch.fx.GraphModule | None = None) -> str | None:
@@ -179,13 +247,15 @@ def _node_reason(node: torch.fx.Node, gm: torch.fx.GraphModule | None = None) ->
 
     if node.op == "placeholder":
         val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor):
-            return f"placeholder {node.name} is not a tensor ({type(val).__name__})"
+        if not isinstance(val, (torch.Tensor, torch.SymInt)):
+            return f"placeholder {node.name} is not a tensor or a symbolic size ({type(val).__name__})"
         return _val_reason(val, f"placeholder {node.name}")
     if node.op == "output":
         for a in _flat_outputs(node):
             if a is None:
                 continue
+            if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.SymInt) and not _unbacked(a.meta["val"]):
+                continue  # a size (AOTAutograd saves them for the backward graph): computed by the runtime
             if not isinstance(a, torch.fx.Node) or not isinstance(a.meta.get("val"), torch.Tensor):
                 return f"graph output {a} is not a tensor"
         return None
@@ -200,6 +270,8 @@ def _node_reason(node: torch.fx.Node, gm: torch.fx.GraphModule | None = None) ->
         return None
     if node.op != "call_function":
         return f"{node.op} nodes are not supported"
+    if node.target in SIZE_NODES or node.target in FLOAT_SIZE_NODES:
+        return _scalar_reason(node)
     if node.target is operator.getitem:
         src = node.args[0]
         if not isinstance(src, torch.fx.Node):
@@ -208,16 +280,17 @@ def _node_reason(node: torch.fx.Node, gm: torch.fx.GraphModule | None = None) ->
     conv = aten_ops.CONVERTERS.get(node.target)
     if conv is None:
         return f"no lamina converter for {_target_name(node)}"
-    r = _val_reason(node.meta.get("val"), "result")
+    r = None if _is_item(node) else _val_reason(node.meta.get("val"), "result")
     if r:
         return r
     for a in node.all_input_nodes:
         av = a.meta.get("val")
-        if av is not None and _val_reason(av, f"operand {a.name}"):
+        if av is not None and not _is_item(a) and not _scalar_node(a) and _val_reason(av, f"operand {a.name}"):
             return _val_reason(av, f"operand {a.name}")
     for a in _flat_args(node):
-        if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            return "symbolic scalar argument (dynamic shapes are not supported yet)"
+        if _symbolic_scalar(a) and not conv.sizes_only and not _scalar_node(a):
+            return (f"a symbolic scalar ({a}) used as a value by {_target_name(node)} "
+                    "(lamina takes symbolic sizes only where they give a result's shape)")
         if isinstance(a, complex):
             return "complex scalar argument"
     if conv.check is not None:
@@ -311,14 +384,35 @@ class LaminaOperatorSupport(torch.fx.passes.operator_support.OperatorSupportBase
     """
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and is_node_supported(node)
+        # Size arithmetic stays outside partitions: eager computes it for the eager ops,
+        # and a partition receives the sizes it needs as SymInt inputs.
+        return (node.op == "call_function" and node.target not in SIZE_NODES and node.target not in FLOAT_SIZE_NODES
+                and is_node_supported(node))
 
 
 # ---- the importer --------------------------------------------------------------------------
 
-def expected_type(val) -> ir.RankedTensorType:
-    """tensor type of a FakeTensor (needs an active Context)."""
-    return T.tensor_type([int(d) for d in val.shape], T.torch_dtype_to_name(val.dtype))
+def expected_type(val) -> ir.Type:
+    """tensor type of a FakeTensor, symbolic sizes as expressions; `index` for a SymInt
+    (needs an active Context)."""
+    if isinstance(val, torch.SymInt):
+        return ir.IndexType.get()
+    return T.tensor_type([S.dim_of(d) for d in val.shape], T.torch_dtype_to_name(val.dtype))
+
+
+def _symbol_arg_attrs(placeholders) -> ir.ArrayAttr | None:
+    """`lamina.symbol = "s0"` on each index argument that carries one symbol's value."""
+    attrs, any_symbol = [], False
+    for p in placeholders:
+        val = p.meta["val"]
+        d = {}
+        if isinstance(val, torch.SymInt):
+            expr = S.dim_of(val)
+            if isinstance(expr, str) and expr.isidentifier():
+                d[S.SYMBOL_ATTR] = ir.StringAttr.get(expr)
+                any_symbol = True
+        attrs.append(ir.DictAttr.get(d))
+    return ir.ArrayAttr.get(attrs) if any_symbol else None
 
 
 class FxImporter:
@@ -327,15 +421,54 @@ class FxImporter:
     def __init__(self, gm: torch.fx.GraphModule, ctx: ir.Context, name: str):
         self.gm, self.ctx, self.name = gm, ctx, name
         self.values: dict[torch.fx.Node, object] = {}
+        self.scalar_values: dict[torch.fx.Node, ir.Value] = {}
+        self.scalars_as_values = False
+        self.symbols = None  # symbols.GraphSymbols of the function being built
 
     # converters use these ------------------------------------------------------
     def value(self, a):
-        """Map FX args: Node -> ir.Value (or tuple for multi-output), recursively."""
+        """Map FX args: Node -> ir.Value (or tuple for multi-output), recursively. A
+        symbolic scalar (a size, or a float computed from sizes) becomes a rank-0 tensor
+        when `scalars_as_values` (the converter computes with it)."""
         if isinstance(a, torch.fx.Node):
+            if self.scalars_as_values and _scalar_node(a):
+                return self.scalar_value(a)
             return self.values[a]
         if isinstance(a, (list, tuple)):
             return type(a)(self.value(x) for x in a)
         return a
+
+    def scalar_value(self, node: torch.fx.Node) -> ir.Value:
+        """A rank-0 tensor holding a symbolic scalar: `lamina.size` of the materialized size
+        expression (i64), or f64 arithmetic on such tensors for SymFloat nodes."""
+        from . import aten_ops
+
+        cached = self.scalar_values.get(node)
+        if cached is not None:
+            return cached
+        val = node.meta["val"]
+        i64 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(64))
+        if isinstance(val, (int, torch.SymInt)):
+            index = S.materialize(S.dim_of(val), _SymbolLookup(self.symbols))
+            out = dialect.ops.size(index, result_type=i64)
+        else:
+            f64 = ir.F64Type.get()
+            args = [self.scalar_value(a) if isinstance(a, torch.fx.Node) else aten_ops.constant(a, f64)
+                    for a in node.args]
+            args = [aten_ops.cast(a, f64) for a in args]
+            t = node.target
+            if t is torch.sym_float:
+                out = args[0]
+            elif t is getattr(torch, "_sym_sqrt", None):
+                out = dialect.ops.sqrt(args[0])
+            elif t is operator.neg:
+                out = dialect.ops.neg(args[0])
+            else:
+                name = {operator.truediv: "div", operator.mul: "mul", operator.add: "add", operator.sub: "sub",
+                        operator.pow: "pow"}[t]
+                out = getattr(dialect.ops, name)(args[0], args[1])
+        self.scalar_values[node] = out
+        return out
 
     def fail(self, node, msg):
         raise LaminaImportError(msg, node)
@@ -356,11 +489,16 @@ class FxImporter:
             module = ir.Module.create()
             arg_types = [expected_type(p.meta["val"]) for p in placeholders]
             outs = _flat_outputs(out_node)
-            result_types = [expected_type(o.meta["val"]) for o in outs if o is not None]
+            result_types = [expected_type(o.meta["val"]) for o in outs
+                            if o is not None and isinstance(o.meta["val"], torch.Tensor)]
             with ir.InsertionPoint(module.body):
                 fn = func.FuncOp(self.name, ir.FunctionType.get(arg_types, result_types))
             fn.attributes["lamina.graph"] = ir.UnitAttr.get()
+            symbol_attrs = _symbol_arg_attrs(placeholders)
+            if symbol_attrs is not None:
+                fn.attributes["arg_attrs"] = symbol_attrs
             block = fn.add_entry_block(arg_locs=[ir.Location.name(p.name) for p in placeholders])
+            self.symbols = S.GraphSymbols(fn)
             for p, arg in zip(placeholders, block.arguments):
                 self.values[p] = arg
             with ir.InsertionPoint(block):
@@ -375,7 +513,10 @@ class FxImporter:
                         specs.append(None)
                         continue
                     v = o.meta["val"]
-                    specs.append(OutputSpec(v.dtype, tuple(int(d) for d in v.shape), len(results)))
+                    if isinstance(v, torch.SymInt):
+                        specs.append(SizeOutput(S.dim_of(v)))
+                        continue
+                    specs.append(OutputSpec(v.dtype, tuple(S.dim_of(d) for d in v.shape), len(results)))
                     results.append(self.values[o])
                 with ir.Location.name("output"):
                     func.ReturnOp(results)
@@ -385,13 +526,20 @@ class FxImporter:
                              {n.name: v for n, v in self.values.items()})
 
     def _convert(self, node, aten_ops):
+        if node.target in SIZE_NODES or node.target in FLOAT_SIZE_NODES:
+            val = node.meta["val"]
+            return SymbolicSize(S.dim_of(val) if isinstance(val, (int, torch.SymInt)) else str(val))
         if node.op == "get_attr":
             return aten_ops.constant_from_tensor(_get_attr(self.gm, node.target))
         if node.target is operator.getitem:
             src = self.values[node.args[0]]
             return src[node.args[1]]
         conv = aten_ops.CONVERTERS[node.target]
-        args = aten_ops.bind(node, self)
+        self.scalars_as_values = not conv.sizes_only
+        try:
+            args = aten_ops.bind(node, self)
+        finally:
+            self.scalars_as_values = False
         try:
             result = conv.fn(self, node, args)
         except LaminaImportError:
@@ -405,17 +553,42 @@ class FxImporter:
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor):
             pairs = [(val, result)]
+        elif not isinstance(val, (list, tuple)):
+            return  # a scalar (item()): its rank-0 tensor has no torch type to compare with
         else:
             # None results are outputs the converter does not produce (max.dim's indices);
             # its check() guarantees nothing reads them.
             pairs = [(v, r) for v, r in zip(val, result) if isinstance(v, torch.Tensor) and r is not None]
         for v, r in pairs:
             want = expected_type(v)
+            if r is not None and r.type != want and _same_but_symbols(r.type, want):
+                # torch's shape environment knows the symbolic sizes better (e.g. a slice of
+                # s0 it has simplified under its guards): take its expressions.
+                r.set_type(want)
             if r is None or r.type != want:
                 got = None if r is None else r.type
                 raise LaminaImportError(
                     f"lamina result type {got} differs from torch's {want} "
                     f"(shape {list(v.shape)}, dtype {v.dtype})", node)
+
+
+class _SymbolLookup(dict):
+    """symbols.materialize's `values`, asking GraphSymbols for each symbol it needs."""
+
+    def __init__(self, graph_symbols):
+        super().__init__()
+        self.graph_symbols = graph_symbols
+
+    def __missing__(self, name):
+        return self.graph_symbols[name]
+
+    def __contains__(self, name):
+        return True
+
+
+def _same_but_symbols(a: ir.Type, b: ir.Type) -> bool:
+    """Same element type and static sizes; differing at most in symbolic expressions."""
+    return S.strip(a) == S.strip(b)
 
 
 def import_graph(gm: torch.fx.GraphModule, ctx: ir.Context, name: str = "graph") -> ImportedGraph:

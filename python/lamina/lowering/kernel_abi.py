@@ -37,13 +37,18 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, bufferization, func, memref
 
+from ..dialect import symbols as S
+from ..dialect import types as T
 from ..transforms.registry import register_pass
 from .memory_plan import read_plan
 
 LAYOUT_ATTR = "lamina.layout"
 
 
-def memref_type(tensor_type: ir.Type, strided: bool = False) -> ir.MemRefType:
+def memref_type(tensor_type: ir.Type, strided: bool = False) -> ir.Type:
+    """The memref a tensor argument becomes (other types, e.g. a symbol's `index`, stay)."""
+    if not isinstance(tensor_type, ir.RankedTensorType):
+        return tensor_type
     t = ir.RankedTensorType(tensor_type)
     shape = [t.get_dim_size(i) for i in range(t.rank)]
     if strided and t.rank > 0:
@@ -81,8 +86,10 @@ def to_destination_passing(func_op) -> None:
         outputs = [block.add_argument(t, loc) for t in out_types]
         with ir.InsertionPoint(first):
             for old, new, ttype in zip(list(block.arguments)[:n_in], new_inputs, ftype.inputs):
-                as_tensor = bufferization.to_tensor(ttype, new, restrict=True)
-                old.replace_all_uses_with(as_tensor)
+                if isinstance(ttype, ir.RankedTensorType):
+                    old.replace_all_uses_with(bufferization.to_tensor(ttype, new, restrict=True))
+                else:
+                    old.replace_all_uses_with(new)
         with ir.InsertionPoint(ret):
             for value, dest in zip(ret.operands, outputs):
                 bufferization.materialize_in_destination(None, value, dest, restrict=True, writable=True)
@@ -91,10 +98,13 @@ def to_destination_passing(func_op) -> None:
     for _ in range(n_in):
         block.erase_argument(0)
     func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(in_types + out_types, []))
+    symbol_attrs = _symbol_arg_attrs(func_op, len(in_types) + len(out_types))
     if "arg_attrs" in func_op.attributes:
         del func_op.attributes["arg_attrs"]
     if "res_attrs" in func_op.attributes:
         del func_op.attributes["res_attrs"]
+    if symbol_attrs is not None:
+        func_op.attributes["arg_attrs"] = symbol_attrs
     func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
 
 
@@ -130,26 +140,45 @@ def mark_strided_kernel_args(module: ir.Module, graph_func) -> None:
 
 
 def graph_to_entry(graph_func) -> None:
-    """The outlined graph (calls on tensors) -> the native entry (calls on memrefs, see above)."""
+    """The outlined graph (calls on tensors) -> the native entry (calls on memrefs, see above).
+
+    Symbolic sizes: the entry takes the graph's `index` arguments as they are, reads the
+    sizes of inputs it needs (`tensor.dim` -> `memref.dim`), and computes the arena offsets
+    and the views' sizes of symbolic buffers from them; the arena is then `memref<?xi8>`."""
     bufs, arena_bytes = read_plan(graph_func)
     block = graph_func.regions[0].blocks[0]
     ftype = ir.FunctionType(ir.TypeAttr(graph_func.attributes["function_type"]).value)
     n_in = len(ftype.inputs)
     loc = graph_func.location
     ops = [op.operation for op in block.operations]
-    calls, ret = ops[:-1], ops[-1]
+    ret = ops[-1]
     outputs = sorted((b for b in bufs if b.output is not None), key=lambda b: b.output)
     by_value = {b.value: b for b in bufs}
     with loc:
         in_types = [memref_type(t, _arg_is_strided(graph_func, i)) for i, t in enumerate(ftype.inputs)]
         out_types = [memref_type(b.value.type) for b in outputs]
-        arena_type = ir.MemRefType.get([arena_bytes], ir.IntegerType.get_signless(8))
+        arena_type = ir.MemRefType.get([arena_bytes if isinstance(arena_bytes, int) else T.DYNAMIC],
+                                       ir.IntegerType.get_signless(8))
         new_inputs = [block.add_argument(t, loc) for t in in_types]
         out_args = [block.add_argument(t, loc) for t in out_types]
         arena = block.add_argument(arena_type, loc)
     memref_of = dict(zip(list(block.arguments)[:n_in], new_inputs))
-    index = ir.IndexType.get()
-    for call in calls:
+    for old, new in memref_of.items():
+        if not isinstance(old.type, ir.RankedTensorType):
+            old.replace_all_uses_with(new)
+    for op in ops[:-1]:
+        if op.name == "tensor.dim":  # a symbol read off a graph input
+            with ir.InsertionPoint(op), op.location:
+                d = memref.dim(memref_of[op.operands[0]], op.operands[1])
+                if S.SYMBOL_ATTR in op.attributes:
+                    d.owner.attributes[S.SYMBOL_ATTR] = op.attributes[S.SYMBOL_ATTR]
+            op.results[0].replace_all_uses_with(d)
+            op.erase()
+    ops = [op.operation for op in block.operations]  # the tensor.dim ops are gone
+    symbols = {name: memref_of.get(v, v) for name, v in S.symbol_values(graph_func).items()}
+    for call in ops[:-1]:
+        if call.name != "func.call":
+            continue
         with ir.InsertionPoint(call), call.location:
             dests = []
             for r in call.results:
@@ -157,25 +186,44 @@ def graph_to_entry(graph_func) -> None:
                 if b.output is not None:
                     dest = out_args[b.output]
                 else:
-                    offset = arith.constant(index, ir.IntegerAttr.get(index, b.offset))
-                    dest = memref.view(memref_type(r.type), arena, offset, [])
+                    offset = S.materialize(b.offset, symbols)
+                    sizes = [] if b.type is None else [
+                        S.materialize(d, symbols) for d in S.dims_of(b.type) if isinstance(d, str)]
+                    dest = memref.view(memref_type(r.type), arena, offset, sizes)
                 memref_of[r] = dest
                 dests.append(dest)
             func.CallOp([], ir.FlatSymbolRefAttr(call.attributes["callee"]),
-                        [memref_of[v] for v in call.operands] + dests)
+                        [memref_of.get(v, v) for v in call.operands] + dests)
     with ir.InsertionPoint(ret), loc:
         func.ReturnOp([])
     ret.erase()
-    for call in reversed(calls):
-        call.erase()
+    for call in reversed(ops[:-1]):
+        if call.name == "func.call":
+            call.erase()
     for _ in range(n_in):
         block.erase_argument(0)
     graph_func.attributes["function_type"] = ir.TypeAttr.get(
         ir.FunctionType.get(in_types + out_types + [arena_type], []))
+    symbol_attrs = _symbol_arg_attrs(graph_func, n_in + len(out_types) + 1)
     for name in ("arg_attrs", "res_attrs"):
         if name in graph_func.attributes:
             del graph_func.attributes[name]
+    if symbol_attrs is not None:
+        graph_func.attributes["arg_attrs"] = symbol_attrs
     graph_func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+
+def _symbol_arg_attrs(func_op, n_args: int):
+    """The `lamina.symbol` argument attributes, padded to `n_args` (None if there are none)."""
+    if "arg_attrs" not in func_op.attributes:
+        return None
+    kept = []
+    for d in ir.ArrayAttr(func_op.attributes["arg_attrs"]):
+        d = ir.DictAttr(d)
+        kept.append(ir.DictAttr.get({S.SYMBOL_ATTR: d[S.SYMBOL_ATTR]}) if S.SYMBOL_ATTR in d else ir.DictAttr.get({}))
+    if not any(S.SYMBOL_ATTR in d for d in kept):
+        return None
+    return ir.ArrayAttr.get(kept + [ir.DictAttr.get({})] * (n_args - len(kept)))
 
 
 @register_pass("lamina-kernel-abi", level="L4",

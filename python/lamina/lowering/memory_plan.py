@@ -14,9 +14,17 @@ reads it, both included (a kernel reads its inputs while it writes its outputs, 
 buffer dying at call i is free again for results of call i + 1 onwards). Offsets are
 first-fit in call order, aligned to ALIGNMENT bytes.
 
+Symbolic sizes: a result of a symbolic size (`tensor<?x64xf32, ["s0"]>`) has `bytes`
+and `arena` as expressions ("256*s0"), and its type in the entry (`type`, which
+lamina-kernel-abi needs for the view once the types are lowered). Static buffers are
+placed first-fit as above, in the arena's static part; after it come slots of symbolic
+size, each holding buffers of one size expression whose live ranges do not meet, so
+the offsets are sums of aligned slot sizes and hold for every value of the symbols.
+`lamina.arena_bytes` is then an expression too; the runtime evaluates it per call.
+
 The plan is plain IR: `lamina-opt` prints it, a user may edit it, and lamina-kernel-abi
 (which turns the graph into one native entry point taking the arena) checks an edited
-plan with `verify_plan` before it trusts it.
+plan with `verify_plan` before it trusts it (symbolic plans at sample symbol values).
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from ..dialect import symbols as S
 from ..transforms.registry import register_pass
 
 BUFFERS_ATTR = "lamina.buffers"
@@ -40,25 +49,38 @@ class Buffer:
     value: ir.Value
     call: int          # index of the call that writes it
     last_use: int      # index of the last call that reads it (>= call)
-    bytes: int
-    offset: int | None = None   # arena offset; None for graph outputs
-    output: int | None = None   # output position; None for arena buffers
+    bytes: int | str   # an expression (symbols.py) for a symbolic size
+    offset: int | str | None = None   # arena offset; None for graph outputs
+    output: int | None = None         # output position; None for arena buffers
+    type: ir.Type | None = None       # the recorded (symbolic) type of an arena buffer
+
+
+def _size_attr(v: int | str) -> ir.Attribute:
+    return _i64(v) if isinstance(v, int) else ir.StringAttr.get(v)
+
+
+def _size_value(a: ir.Attribute) -> int | str:
+    return ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else ir.IntegerAttr(a).value
 
 
 def _i64(v: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)
 
 
-def byte_size(tensor_type: ir.Type) -> int:
+def byte_size(tensor_type: ir.Type) -> int | str:
+    """Bytes of a tensor type: an int, or an expression of its symbols."""
     t = ir.RankedTensorType(tensor_type)
-    if not t.has_static_shape:
-        raise NotImplementedError(f"memory planning needs static shapes, got {t}")
-    n = 1
-    for i in range(t.rank):
-        n *= t.get_dim_size(i)
+    dims = S.dims_of(t)
+    if S.UNKNOWN in dims:
+        raise NotImplementedError(f"memory planning needs static or symbolic sizes, got {t}")
     elem = t.element_type
     width = elem.width if hasattr(elem, "width") else ir.IntegerType(elem).width
-    return n * max(1, (width + 7) // 8)   # i1 is stored as a byte, as torch.bool is
+    return S.product(dims + [max(1, (width + 7) // 8)])   # i1 is stored as a byte, as torch.bool is
+
+
+def is_size_op(op) -> bool:
+    """Scalar size computations in a graph function (symbol reads, index arithmetic)."""
+    return all(isinstance(r.type, ir.IndexType) for r in op.results) and len(op.results) > 0
 
 
 def _calls_and_return(graph_func):
@@ -70,9 +92,9 @@ def _calls_and_return(graph_func):
             calls.append(op)
         elif op.name == "func.return":
             ret = op
-        else:
-            raise ValueError(f"graph function holds {op.name}; memory planning expects only calls and a return "
-                             "(run lamina-outline-kernels first)")
+        elif not is_size_op(op):
+            raise ValueError(f"graph function holds {op.name}; memory planning expects only calls, size "
+                             "computations and a return (run lamina-outline-kernels first)")
     return calls, ret
 
 
@@ -84,7 +106,10 @@ def buffers_of(graph_func) -> list[Buffer]:
     for i, c in enumerate(calls):
         for r in c.results:
             index[r] = len(bufs)
-            bufs.append(Buffer(r, i, i, byte_size(r.type)))
+            # after lamina-to-linalg the types lost their symbols: read_plan takes the
+            # recorded `bytes` then
+            bytes_ = None if S.UNKNOWN in S.dims_of(r.type) else byte_size(r.type)
+            bufs.append(Buffer(r, i, i, bytes_))
     for i, c in enumerate(calls):
         for v in c.operands:
             if v in index:
@@ -98,11 +123,11 @@ def buffers_of(graph_func) -> list[Buffer]:
     return bufs
 
 
-def _first_fit(bufs: list[Buffer]) -> int:
+def _first_fit(bufs: list[Buffer]) -> int | str:
     placed: list[Buffer] = []
     arena = 0
     for b in bufs:
-        if b.output is not None:
+        if b.output is not None or not isinstance(b.bytes, int):
             continue
         live = sorted((p for p in placed if p.call <= b.last_use and b.call <= p.last_use), key=lambda p: p.offset)
         offset = 0
@@ -113,16 +138,46 @@ def _first_fit(bufs: list[Buffer]) -> int:
         b.offset = offset
         placed.append(b)
         arena = max(arena, offset + b.bytes)
-    return _align(arena)
+    return _symbolic_slots(bufs, _align(arena))
+
+
+def _symbolic_slots(bufs: list[Buffer], static_bytes: int) -> int | str:
+    """Place buffers of symbolic size in slots after `static_bytes`; returns the arena size."""
+    slots: list[tuple[str, list[Buffer]]] = []
+    for b in bufs:
+        if b.output is not None or isinstance(b.bytes, int):
+            continue
+        for size, members in slots:
+            if size == b.bytes and all(not (p.call <= b.last_use and b.call <= p.last_use) for p in members):
+                members.append(b)
+                break
+        else:
+            slots.append((b.bytes, [b]))
+    offset: int | str = static_bytes
+    for size, members in slots:
+        for b in members:
+            b.offset = offset
+        offset = S.combine("+", offset, align_expr(size))
+    return offset
+
+
+def align_expr(size: int | str) -> int | str:
+    """`size` rounded up to ALIGNMENT, as an int or an expression."""
+    if isinstance(size, int):
+        return _align(size)
+    return S.simplify(f"(({size}) + {ALIGNMENT - 1}) // {ALIGNMENT} * {ALIGNMENT}")
 
 
 def _align(n: int) -> int:
     return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
-def plan_graph(graph_func) -> int:
+def plan_graph(graph_func) -> int | str:
     """Annotate the calls of one graph function with their buffers; returns the arena size."""
     bufs = buffers_of(graph_func)
+    unknown = [b for b in bufs if b.bytes is None]
+    if unknown:
+        raise NotImplementedError(f"memory planning needs static or symbolic sizes, got {unknown[0].value.type}")
     arena = _first_fit(bufs)
     calls, _ = _calls_and_return(graph_func)
     by_value = {b.value: b for b in bufs}
@@ -133,9 +188,12 @@ def plan_graph(graph_func) -> int:
             if b.output is not None:
                 entries.append(ir.DictAttr.get({"output": _i64(b.output)}))
             else:
-                entries.append(ir.DictAttr.get({"arena": _i64(b.offset), "bytes": _i64(b.bytes)}))
+                entry = {"arena": _size_attr(b.offset), "bytes": _size_attr(b.bytes)}
+                if not isinstance(b.bytes, int):
+                    entry["type"] = ir.TypeAttr.get(r.type)
+                entries.append(ir.DictAttr.get(entry))
         c.attributes[BUFFERS_ATTR] = ir.ArrayAttr.get(entries)
-    graph_func.attributes[ARENA_ATTR] = _i64(arena)
+    graph_func.attributes[ARENA_ATTR] = _size_attr(arena)
     return arena
 
 
@@ -162,16 +220,41 @@ def read_plan(graph_func) -> tuple[list[Buffer], int]:
             elif "arena" in d:
                 if b.output is not None:
                     raise MemoryPlanError(f"{c.location}: a returned result must live in an output buffer, not the arena")
-                b.offset = ir.IntegerAttr(d["arena"]).value
+                b.offset = _size_value(d["arena"])
+                if "bytes" in d:
+                    b.bytes = _size_value(d["bytes"])
+                if "type" in d:
+                    b.type = ir.TypeAttr(d["type"]).value
             else:
                 raise MemoryPlanError(f"{c.location}: {BUFFERS_ATTR} entry {d} has neither `arena` nor `output`")
-    arena = ir.IntegerAttr(graph_func.attributes[ARENA_ATTR]).value
+    arena = _size_value(graph_func.attributes[ARENA_ATTR])
     verify_plan(bufs, arena)
     return bufs, arena
 
 
-def verify_plan(bufs: list[Buffer], arena: int) -> None:
-    """Raise MemoryPlanError if arena buffers that are live at the same time overlap."""
+# Symbol values at which a symbolic plan is checked (dynamo specializes 0 and 1).
+_SAMPLES = (2, 3, 17, 64, 1000)
+
+
+def verify_plan(bufs: list[Buffer], arena: int | str) -> None:
+    """Raise MemoryPlanError if arena buffers that are live at the same time overlap (a
+    symbolic plan: at each sample value of its symbols)."""
+    symbolic = [x for b in bufs for x in (b.bytes, b.offset) if isinstance(x, str)]
+    if isinstance(arena, str):
+        symbolic.append(arena)
+    if not symbolic:
+        return _verify_numeric(bufs, arena)
+    names = sorted(set().union(*(S.free_symbols(x) for x in symbolic)))
+    for sample in _SAMPLES:
+        env = {n: sample + i for i, n in enumerate(names)}  # distinct values per symbol
+
+        def ev(x):
+            return x if x is None or isinstance(x, int) else S.evaluate(x, env)
+        concrete = [Buffer(b.value, b.call, b.last_use, ev(b.bytes), ev(b.offset), b.output) for b in bufs]
+        _verify_numeric(concrete, ev(arena))
+
+
+def _verify_numeric(bufs: list[Buffer], arena: int) -> None:
     placed = [b for b in bufs if b.output is None]
     for b in placed:
         if b.offset < 0 or b.offset % ALIGNMENT or b.offset + b.bytes > arena:

@@ -28,7 +28,10 @@ lamina op is replaced, at its own location, by the ops one function of `_LOWERIN
   `tensor.extract_slice`, `tensor.insert_slice`, a gather `linalg.generic` (index_select).
 * constant -> `arith.constant`; iota -> `linalg.generic` on `linalg.index`.
 
-Dynamic dims (`?`) get their sizes from `tensor.dim` of an operand. Static zero sizes give
+Dynamic dims (`?`) get their sizes from `tensor.dim` of an operand, or, where no operand
+has that size (a reshape's `s0*s1`, an iota of `s0`), from the kernel's symbol arguments
+(`lamina.symbol`, see dialect/symbols.py) and the op's symbolic result type. Symbolic
+encodings are dropped from every type first: the upstream passes take plain `?`. Static zero sizes give
 valid IR and no work: a generic whose iteration space is statically empty is not built (its
 results are its inits: the `tensor.empty` of a zero-element result, the fill of a reduction
 over an empty dim; mean and var then divide 0 by 0 = nan, as torch does).
@@ -51,6 +54,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, math, tensor
 
 from lamina.dialect import infer, ops
+from lamina.dialect import symbols as S
 from lamina.dialect import types as T
 from lamina.transforms.decompose import decompose
 from lamina.transforms.registry import register_pass
@@ -166,15 +170,28 @@ def _dim(v: ir.Value, i: int) -> ir.Value:
     return tensor.dim(_st(v), _idx(i))
 
 
-def _empty(result_type: ir.RankedTensorType, dyn: Sequence[ir.Value | None]) -> ir.Value:
-    """tensor.empty of `result_type`; dyn[i] is the size Value of dynamic dim i."""
+# While one op is lowered: its result's symbolic dims and the enclosing function's symbol
+# values (lower_op sets them; the encodings are gone from the types by then).
+_current = {"dims": None, "operand_dims": None, "symbols": {}}
+
+
+def _result_size(rt: ir.RankedTensorType, i: int) -> ir.Value:
+    """Size of dynamic dim i of the op being lowered (`rt` is its result's shape), computed
+    from the symbol its type recorded."""
+    dims = _current["dims"]
+    if dims is None or len(dims) != rt.rank or not isinstance(dims[i], str) or dims[i] == S.UNKNOWN:
+        raise NotImplementedError(f"lamina-to-linalg: no size for dynamic dim {i} of {rt}")
+    return S.materialize(dims[i], _current["symbols"])
+
+
+def _empty(result_type: ir.RankedTensorType, dyn: Sequence[ir.Value | None] = ()) -> ir.Value:
+    """tensor.empty of `result_type`; dyn[i] is the size Value of dynamic dim i (None:
+    from the op's symbolic result type)."""
     rt = ir.RankedTensorType(result_type)
     sizes = []
     for i, s in enumerate(T.shape_of(rt)):
         if s is None:
-            if dyn[i] is None:
-                raise NotImplementedError(f"lamina-to-linalg: no size for dynamic dim {i} of {rt}")
-            sizes.append(dyn[i])
+            sizes.append(dyn[i] if i < len(dyn) and dyn[i] is not None else _result_size(rt, i))
         else:
             sizes.append(s)
     return _wrap(tensor.empty(sizes, ir.RankedTensorType(_st_type(rt)).element_type), rt)
@@ -478,12 +495,16 @@ def _lower_constant(op: ir.Operation) -> ir.Value:
     return arith.ConstantOp(rt, value).result
 
 
+@lowering("size")
+def _lower_size(op: ir.Operation) -> ir.Value:
+    i64 = ir.IntegerType.get_signless(64)
+    return tensor.from_elements(ir.RankedTensorType.get([], i64), [arith.index_cast(i64, op.operands[0])])
+
+
 @lowering("iota")
 def _lower_iota(op: ir.Operation) -> ir.Value:
     rt = _rt(op.results[0])
-    if rt.is_dynamic_dim(0):
-        raise NotImplementedError("lamina-to-linalg: lamina.iota of dynamic size")
-    init = tensor.empty([rt.get_dim_size(0)], rt.element_type)
+    init = _empty(rt)
 
     def body(_out):
         i = arith.index_cast(ir.IntegerType.get_signless(64), _loop_index(0))
@@ -806,17 +827,18 @@ def _lower_matmul(op: ir.Operation) -> ir.Value:
 # ---- data movement ------------------------------------------------------------------------
 
 def _reassociation(big: list, small: list):
-    """Groups of `big` dims whose products are the `small` dims, or None (static sizes only)."""
-    if None in big or None in small:
+    """Groups of `big` dims whose products are the `small` dims, or None. Sizes are ints or
+    symbolic expressions (a group of symbolic dims matches the simplified product)."""
+    if None in big or None in small or S.UNKNOWN in big or S.UNKNOWN in small:
         return None
     groups, i = [], 0
     for s in small:
         g, p = [], 1
-        while i < len(big) and (not g or p < s):
+        while i < len(big) and (not g or _smaller(p, s)):
             g.append(i)
-            p *= big[i]
+            p = S.combine("*", p, big[i])
             i += 1
-        if p != s or not g:
+        if S.simplify(p) != S.simplify(s) or not g:
             return None
         groups.append(g)
     # Trailing size-1 dims join the last group.
@@ -828,15 +850,25 @@ def _reassociation(big: list, small: list):
     return groups
 
 
+def _smaller(p, s) -> bool:
+    """Whether a partial product `p` may still grow to `s` (static: p < s; symbolic: not yet
+    equal, and every symbol of p is in s)."""
+    if isinstance(p, int) and isinstance(s, int):
+        return p < s
+    if S.simplify(p) == S.simplify(s):
+        return False
+    return isinstance(s, str) and (isinstance(p, int) or S.free_symbols(p) <= S.free_symbols(s))
+
+
 @lowering("reshape")
 def _lower_reshape(op: ir.Operation) -> ir.Value:
     x = op.operands[0]
     rt = _rt(op.results[0])
     si, so = _shape(x), T.shape_of(rt)
+    if None in si or None in so:
+        return _lower_symbolic_reshape(x, rt)
     if si == so:
         return x if x.type == rt else _wrap(tensor.cast(_st_type(rt), _st(x)), rt)
-    if None in si or None in so:
-        raise NotImplementedError(f"lamina-to-linalg: reshape with dynamic dims {_rt(x)} -> {rt}")
     if len(so) < len(si):
         groups = _reassociation(si, so)
         if groups is not None:
@@ -856,6 +888,32 @@ def _lower_reshape(op: ir.Operation) -> ir.Value:
     return _wrap(tensor.reshape(_st_type(rt), _st(x), shape), rt)
 
 
+def _lower_symbolic_reshape(x: ir.Value, rt: ir.RankedTensorType) -> ir.Value:
+    """A reshape with symbolic sizes: collapse_shape / expand_shape when the dims group
+    (symbolic products compared as expressions), else through a rank-1 collapse."""
+    si, so = _current["operand_dims"], _current["dims"]
+    if si is None or so is None:
+        raise NotImplementedError(f"lamina-to-linalg: reshape with unknown dynamic dims -> {rt}")
+    def sizes():
+        return [s if isinstance(s, int) else _result_size(rt, i) for i, s in enumerate(so)]
+    if si == so:
+        return x if x.type == rt else _wrap(tensor.cast(_st_type(rt), _st(x)), rt)
+    if len(so) < len(si):
+        groups = _reassociation(si, so)
+        if groups is not None:
+            return _wrap(tensor.collapse_shape(_st_type(rt), _st(x), _reassoc_attr(groups)), rt)
+    elif len(so) > len(si):
+        groups = _reassociation(so, si)
+        # expand-strided-metadata asserts on a group with two dynamic sizes
+        if groups is not None and all(sum(isinstance(so[d], str) for d in g) <= 1 for g in groups):
+            return _expand(x, rt, groups, sizes())
+    # Any other reshape: tensor.reshape to a shape tensor (memref.reshape after bufferization).
+    i64 = ir.IntegerType.get_signless(64)
+    shape = tensor.from_elements(ir.RankedTensorType.get([len(so)], i64),
+                                 [arith.index_cast(i64, v if isinstance(v, ir.Value) else _idx(v)) for v in sizes()])
+    return _wrap(tensor.reshape(_st_type(rt), _st(x), shape), rt)
+
+
 @lowering("broadcast_to")
 def _lower_broadcast_to(op: ir.Operation) -> ir.Value:
     x = op.operands[0]
@@ -865,9 +923,7 @@ def _lower_broadcast_to(op: ir.Operation) -> ir.Value:
     for i, s in enumerate(so):
         j = i - (len(so) - len(si))
         if s is None:
-            if j < 0 or si[j] != None:  # noqa: E711
-                raise NotImplementedError(f"lamina-to-linalg: broadcast_to {rt}: unknown size of dim {i}")
-            dyn.append(_dim(x, j))
+            dyn.append(_dim(x, j) if j >= 0 and si[j] is None else _result_size(rt, i))
         else:
             dyn.append(None)
     init = _empty(rt, dyn)
@@ -1014,11 +1070,16 @@ def _lamina_ops(module: ir.Module) -> list[ir.Operation]:
     return found
 
 
-def lower_op(op: ir.Operation) -> None:
-    """Replace one lamina op by its linalg/tensor/arith/math lowering."""
+def lower_op(op: ir.Operation, symbolic_dims: dict | None = None, symbols: dict | None = None) -> None:
+    """Replace one lamina op by its linalg/tensor/arith/math lowering. `symbolic_dims`:
+    value -> its dims before the encodings were dropped; `symbols`: name -> index Value."""
     fn = _LOWERINGS.get(op.name)
     if fn is None:
         raise NotImplementedError(f"lamina-to-linalg: no lowering for {op.name} at {op.location}")
+    symbolic_dims = symbolic_dims if symbolic_dims is not None else {}
+    _current["dims"] = symbolic_dims.get(op.results[0])
+    _current["operand_dims"] = symbolic_dims.get(op.operands[0]) if len(op.operands) else None
+    _current["symbols"] = symbols or {}
     with ir.InsertionPoint(op), op.location:
         new = fn(op)
     if hasattr(new, "result") and not isinstance(new, ir.Value):
@@ -1026,6 +1087,8 @@ def lower_op(op: ir.Operation) -> None:
     if new.type != op.results[0].type:
         with ir.InsertionPoint(op), op.location:
             new = _wrap(tensor.cast(_st_type(op.results[0].type), _st(new)), op.results[0].type)
+    if op.results[0] in symbolic_dims:
+        symbolic_dims.setdefault(new, symbolic_dims[op.results[0]])
     op.results[0].replace_all_uses_with(new)
     op.erase()
 
@@ -1107,10 +1170,41 @@ def lower_to_linalg(module: ir.Module) -> None:
     """
     with module.context:
         decompose(module)
+        symbolic_dims, symbols = _drop_encodings(module)
         _bools_to_storage_at_entry(module)
         for op in _lamina_ops(module):
-            lower_op(op)
+            lower_op(op, symbolic_dims, symbols.get(_enclosing_func(op), {}))
         _bools_to_storage_at_exit(module)
+
+
+def _enclosing_func(op: ir.Operation) -> str | None:
+    """Name of the function holding `op`."""
+    while op is not None and op.name != "func.func":
+        op = op.parent
+    return ir.StringAttr(op.attributes["sym_name"]).value if op is not None else None
+
+
+def _drop_encodings(module: ir.Module) -> tuple[dict, dict]:
+    """Strip the symbolic encodings from every type; returns (value -> its dims, for the
+    values that had symbolic dims; function name -> its symbol values)."""
+    dims: dict = {}
+
+    def visit(op):
+        for r in op.results:
+            if isinstance(r.type, ir.RankedTensorType) and r.type.encoding is not None:
+                dims[r] = S.dims_of(r.type)
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.arguments:
+                    if isinstance(a.type, ir.RankedTensorType) and a.type.encoding is not None:
+                        dims[a] = S.dims_of(a.type)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    symbols = {}
+    for f in _funcs(module):
+        symbols[ir.StringAttr(f.attributes["sym_name"]).value] = S.symbol_values(f)
+        S.strip_function(f)
+    return dims, symbols
 
 
 @register_pass("lamina-to-linalg", level="L3",

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from ..dialect import symbols as S
 from ..dialect import types as T
 from ..lowering.kernel_abi import _arg_is_strided
 from ..lowering.memory_plan import read_plan
@@ -32,7 +33,14 @@ class LaunchPlan:
     strided_inputs: list[bool]             # the entry takes these inputs as strided memrefs
     outputs: list[tuple] = field(default_factory=list)   # (shape, dtype name) per output buffer
     output_slots: list[int] = field(default_factory=list)
-    arena_bytes: int = 0
+    arena_bytes: int | str = 0             # an expression of the symbols when they size it
+    index_inputs: list[bool] = field(default_factory=list)   # inputs that are sizes (SymInt)
+    symbolic_inputs: list[bool] = field(default_factory=list)  # tensor inputs of symbolic shape
+    symbol_sources: dict = field(default_factory=dict)       # symbol -> (input, dim or None)
+
+    @property
+    def dynamic(self) -> bool:
+        return bool(self.symbol_sources)
 
     def describe(self) -> str:
         lines = [f"inputs: %0..%{self.num_inputs - 1}" + (f"  (arena: {self.arena_bytes} bytes)" if self.arena_bytes else "")]
@@ -61,7 +69,7 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
         outs, specs, places = [], [], []
         for r in op.results:
             slots[r] = len(slots)
-            spec = (tuple(T.shape_of(r.type)), str(ir.RankedTensorType(r.type).element_type))
+            spec = (tuple(S.dims_of(r.type)), str(ir.RankedTensorType(r.type).element_type))
             b = where[r]
             if b.output is not None:
                 outputs[b.output] = (spec, slots[r])
@@ -70,11 +78,43 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
             places.append(f"output {b.output}" if b.output is not None else f"arena+{b.offset}")
         launches.append(KernelLaunch(ir.FlatSymbolRefAttr(op.attributes["callee"]).value,
                                      [slots[v] for v in op.operands], outs, specs, places))
+    args = list(block.arguments)
     return LaunchPlan(graph=ir.StringAttr(graph_func.attributes["sym_name"]).value,
-                      num_inputs=len(block.arguments), launches=launches, results=results,
-                      strided_inputs=[_arg_is_strided(graph_func, i) for i in range(len(block.arguments))],
+                      num_inputs=len(args), launches=launches, results=results,
+                      strided_inputs=[_arg_is_strided(graph_func, i) for i in range(len(args))],
                       outputs=[outputs[k][0] for k in sorted(outputs)],
-                      output_slots=[outputs[k][1] for k in sorted(outputs)], arena_bytes=arena)
+                      output_slots=[outputs[k][1] for k in sorted(outputs)], arena_bytes=arena,
+                      index_inputs=[isinstance(a.type, ir.IndexType) for a in args],
+                      symbolic_inputs=[isinstance(a.type, ir.RankedTensorType) and None in T.shape_of(a.type)
+                                       for a in args],
+                      symbol_sources=_symbol_sources(graph_func))
+
+
+def _symbol_sources(graph_func) -> dict:
+    """symbol -> (graph input, None) for a size argument, (graph input, dim) for the first
+    input with a dim of exactly that symbol."""
+    args = list(graph_func.regions[0].blocks[0].arguments)
+    sources = {name: (args.index(v), None) for name, v in S.symbol_args(graph_func).items()}
+    for i, a in enumerate(args):
+        if isinstance(a.type, ir.RankedTensorType):
+            for d, size in enumerate(S.dims_of(a.type)):
+                if isinstance(size, str) and size.isidentifier():
+                    sources.setdefault(size, (i, d))
+    return sources
+
+
+def _contiguous_strides(shape) -> list:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step = S.combine("*", step, max(d, 1) if isinstance(d, int) else d)
+    return strides[::-1]
+
+
+def _tuple_source(dims) -> str:
+    """Python source of a size tuple whose entries are ints or symbol expressions."""
+    items = [S.python_expr(d) for d in dims]
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
 def _empty_function(device: str):
@@ -106,19 +146,25 @@ class CompiledGraph:
         self.library = library
         self.device = device
         self.input_copies = 0  # inputs made contiguous because the entry assumed so
-        self._launch = library.graph_launcher(plan.graph, plan.strided_inputs + [False] * len(plan.outputs),
-                                              plan.arena_bytes)
+        dynamic_inputs = [s or d for s, d in zip(plan.strided_inputs, plan.symbolic_inputs)]
+        dynamic_outputs = [any(isinstance(d, str) for d in shape) for shape, _ in plan.outputs]
+        self._launch = library.graph_launcher(
+            plan.graph, dynamic_inputs + dynamic_outputs,
+            plan.arena_bytes if isinstance(plan.arena_bytes, int) else None,
+            index_args=plan.index_inputs + [False] * len(plan.outputs))
+        self._rewrite_sizes = dynamic_inputs + dynamic_outputs
         self.call_source = self._source(f"[{', '.join(self._result_expressions())}]")
         self._call = self._define(self.call_source)
 
     def structured_call(self, single_output: bool, result_of_output: list):
         """A plain function taking the graph's inputs and returning what an FX graph with
         this output structure returns: result `result_of_output[i]` as output i (None where
-        that is None), the bare value when `single_output`. torch.compile calls it directly,
-        one Python frame per graph call. It keeps this CompiledGraph (and its JIT code)
-        alive: `fn.compiled_graph`."""
+        that is None; a size where it is ("size", expression)), the bare value when
+        `single_output`. torch.compile calls it directly, one Python frame per graph call.
+        It keeps this CompiledGraph (and its JIT code) alive: `fn.compiled_graph`."""
         results = self._result_expressions()
-        outs = ["None" if i is None else results[i] for i in result_of_output]
+        outs = ["None" if i is None else results[i] if isinstance(i, int) else S.python_expr(i[1])
+                for i in result_of_output]
         ret = outs[0] if single_output else f"({', '.join(outs)}{',' if len(outs) == 1 else ''})"
         fn = self._define(self._source(ret))
         fn.compiled_graph = self
@@ -138,19 +184,25 @@ class CompiledGraph:
         return [f"o{where[s]}" if s in where else f"a{s}.clone()" for s in self.plan.results]
 
     def _source(self, returned: str) -> str:
-        from torch._prims_common import make_contiguous_strides_for
-
+        """The per-call function: symbol values read off the inputs, outputs allocated at
+        their (symbolic) shapes, descriptors updated, one native call of the entry."""
         plan = self.plan
         n_in, n_out = plan.num_inputs, len(plan.outputs)
         args = [f"a{i}" for i in range(n_in)]
         outs = [f"o{k}" for k in range(n_out)]
         lines = [f"def call({', '.join(args)}):"]
+        for name, (i, d) in sorted(plan.symbol_sources.items()):
+            lines.append(f"    {name} = {'a%d' % i if d is None else 'a%d.shape[%d]' % (i, d)}")
         for i, strided in enumerate(plan.strided_inputs):
-            if not strided:  # the entry reads it as a contiguous memref
+            if not strided and not plan.index_inputs[i]:  # the entry reads it as a contiguous memref
                 lines.append(f"    if not a{i}.is_contiguous():")
                 lines.append(f"        a{i} = a{i}.contiguous(); _graph.input_copies += 1")
         for k, (shape, _) in enumerate(plan.outputs):
-            lines.append(f"    o{k} = _empty({tuple(shape)!r}, {tuple(make_contiguous_strides_for(shape))!r}, _dtypes[{k}], {self.device!r})")
+            lines.append(f"    o{k} = _empty({_tuple_source(shape)}, {_tuple_source(_contiguous_strides(shape))}, "
+                         f"_dtypes[{k}], {self.device!r})")
+        dynamic_arena = not isinstance(plan.arena_bytes, int)
+        if dynamic_arena:
+            lines.append(f"    nbytes = {S.python_expr(plan.arena_bytes)}")
         tensors = args + outs
         if not tensors:
             lines.append("    _launch([])")
@@ -158,13 +210,18 @@ class CompiledGraph:
             return "\n".join(lines) + "\n"
         lines.append("    state = getattr(_local, 'state', None)")
         lines.append("    if state is None:")
-        lines.append(f"        _launch([{', '.join(tensors)}])")
+        lines.append(f"        _launch([{', '.join(tensors)}]{', nbytes' if dynamic_arena else ''})")
         lines.append("    else:")
         lines.append(f"        {', '.join(f'd{j}' for j in range(len(tensors)))}{',' if len(tensors) == 1 else ''} = state[0][:{len(tensors)}]")
         for j, t in enumerate(tensors):
+            if j < n_in and plan.index_inputs[j]:
+                lines.append(f"        d{j}.value = {t}")
+                continue
             lines.append(f"        d{j}.allocated = d{j}.aligned = {t}.data_ptr()")
-            if j < n_in and plan.strided_inputs[j]:
+            if self._rewrite_sizes[j]:
                 lines.append(f"        d{j}.sizes[:] = {t}.shape; d{j}.strides[:] = {t}.stride()")
+        if dynamic_arena:
+            lines.append("        _launch.grow_arena(state, nbytes)")
         lines.append("        _fn(state[2])")
         lines.append(f"    return {returned}")
         return "\n".join(lines) + "\n"

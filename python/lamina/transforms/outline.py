@@ -11,12 +11,19 @@ Kernel arguments are the values the group reads from outside (graph arguments or
 kernels' results); kernel results are the group's values used outside it. Constants are
 cloned into each kernel that reads them. Calls are emitted in a topological order of
 the kernel graph; a user-edited grouping with a cycle is an error at the offending op.
+
+Symbolic sizes: a kernel whose types use symbols (`tensor<?x64xf32, ["s0"]>`) takes
+each one's value as a trailing `index` argument `{lamina.symbol = "s0"}`, so its
+lowering can compute any size expression. The graph function gets the value from its
+own `index` argument of that symbol, or else reads it once, at its entry, as
+`tensor.dim` of the first graph input with a dim of exactly that symbol.
 """
 from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import func
 
+from ..dialect import symbols as S
 from .fusion import KERNEL_ATTR, KIND_ATTR, graph_functions, kernel_kind, lamina_ops
 from .registry import register_pass
 
@@ -64,6 +71,14 @@ def _topological_kernels(groups: dict[int, list[ir.Operation]]) -> list[int]:
     return order
 
 
+def _group_symbols(ops) -> list[str]:
+    syms: set[str] = set()
+    for op in ops:
+        for v in list(op.operands) + list(op.results):
+            syms |= S.type_symbols(v.type)
+    return sorted(syms)
+
+
 def outline_function(module: ir.Module, func_op) -> list[str]:
     """Outline the groups of one graph function; returns the kernel names in call order."""
     graph_name = ir.StringAttr(func_op.attributes["sym_name"]).value
@@ -74,6 +89,7 @@ def outline_function(module: ir.Module, func_op) -> list[str]:
         if KERNEL_ATTR in op.attributes:
             groups.setdefault(int(ir.IntegerAttr(op.attributes[KERNEL_ATTR]).value), []).append(op)
     order = _topological_kernels(groups)
+    graph_symbols = S.GraphSymbols(func_op)
     names = []
     for k in order:
         ops = groups[k]
@@ -92,9 +108,16 @@ def outline_function(module: ir.Module, func_op) -> list[str]:
                     inputs.append(v)
         outputs = [r for op in ops for r in op.results
                    if any(_as_operation(use.owner) not in in_group for use in r.uses)]
+        symbols = _group_symbols(ops)
+        n_tensors = len(inputs)
+        inputs += [graph_symbols[name] for name in symbols]
         name = f"{graph_name}_kernel_{k}"
         with ir.InsertionPoint(module.body), func_op.location:
             kfunc = func.FuncOp(name, ir.FunctionType.get([v.type for v in inputs], [v.type for v in outputs]))
+        if symbols:
+            kfunc.attributes["arg_attrs"] = ir.ArrayAttr.get(
+                [ir.DictAttr.get({})] * n_tensors
+                + [ir.DictAttr.get({S.SYMBOL_ATTR: ir.StringAttr.get(sym)}) for sym in symbols])
         kfunc.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k)
         kfunc.attributes[KIND_ATTR] = ir.StringAttr.get(kernel_kind([op.name for op in ops]))
         with func_op.location:
@@ -112,7 +135,7 @@ def outline_function(module: ir.Module, func_op) -> list[str]:
                 op.replace_uses_of_with(c.result, clone.result)
         for op in ops:
             op.move_before(kret)
-        for v, arg in zip(inputs, entry.arguments):
+        for v, arg in zip(inputs[:n_tensors], entry.arguments):
             for op in ops:
                 op.replace_uses_of_with(v, arg)
         names.append(name)

@@ -1,0 +1,335 @@
+"""Symbolic sizes: torch's shape-environment expressions carried in lamina tensor types.
+
+A dynamic dim is `?`; the tensor type's encoding lists, for each `?` in order, the
+expression it stands for, in torch's Python syntax (what Inductor prints):
+
+    tensor<?x64x?xf32, ["s77", "s27*s77"]>
+
+so every value knows its symbolic shape, it prints and re-parses with the IR, and two
+values of different symbols have different types. Expressions are built from symbols
+(`s0`, `s77`), integer constants, `+ - * // %`, and `max`/`min`. A `?` without an
+encoding is a size nothing is known about (`UNKNOWN`).
+
+Graph and kernel functions receive each symbol's value as an `index` argument with the
+argument attribute `lamina.symbol = "<name>"`; `materialize` turns an expression into
+`arith` ops on those values. lamina-to-linalg drops the encodings (bufferization and
+the upstream passes do not accept them) once sizes are SSA values.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+
+from mlir import ir
+
+SYMBOL_ATTR = "lamina.symbol"
+UNKNOWN = "?"
+
+
+class SymbolError(ValueError):
+    """An expression outside the grammar above, or one whose symbols have no value."""
+
+
+# ---- expressions -----------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4096)
+def _parse(expr: str) -> ast.expr:
+    try:
+        tree = ast.parse(expr, mode="eval").body
+    except SyntaxError as e:
+        raise SymbolError(f"symbolic size {expr!r} is not an expression") from e
+    for node in ast.walk(tree):
+        ok = isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.Call, ast.Load,
+                               ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub))
+        if isinstance(node, ast.Constant) and not isinstance(node.value, int):
+            ok = False
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in ("max", "min")):
+            ok = False
+        if not ok:
+            raise SymbolError(f"symbolic size {expr!r}: {type(node).__name__} is not allowed")
+    return tree
+
+
+def free_symbols(expr: str) -> set[str]:
+    """Symbol names an expression uses ('s27*s77' -> {'s27', 's77'})."""
+    calls = {id(n.func) for n in ast.walk(_parse(expr)) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(_parse(expr)) if isinstance(n, ast.Name) and id(n) not in calls}
+
+
+def evaluate(expr: str, env: dict) -> int:
+    """The value of an expression for symbol values `env` (Python ints)."""
+    def ev(n):
+        if isinstance(n, ast.Constant):
+            return n.value
+        if isinstance(n, ast.Name):
+            try:
+                return env[n.id]
+            except KeyError:
+                raise SymbolError(f"no value for symbol {n.id}") from None
+        if isinstance(n, ast.UnaryOp):
+            return -ev(n.operand)
+        if isinstance(n, ast.Call):
+            return (max if n.func.id == "max" else min)(*[ev(a) for a in n.args])
+        a, b = ev(n.left), ev(n.right)
+        if isinstance(n.op, ast.FloorDiv):
+            return a // b
+        if isinstance(n.op, ast.Mod):
+            return a % b
+        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(n.op)]
+    return ev(_parse(expr))
+
+
+def _to_sympy(expr: str):
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, PythonMod
+
+    def sy(n):
+        if isinstance(n, ast.Constant):
+            return sympy.Integer(n.value)
+        if isinstance(n, ast.Name):
+            return sympy.Symbol(n.id, integer=True, positive=True)
+        if isinstance(n, ast.UnaryOp):
+            return -sy(n.operand)
+        if isinstance(n, ast.Call):
+            return (sympy.Max if n.func.id == "max" else sympy.Min)(*[sy(a) for a in n.args])
+        a, b = sy(n.left), sy(n.right)
+        if isinstance(n.op, ast.FloorDiv):
+            return FloorDiv(a, b)
+        if isinstance(n.op, ast.Mod):
+            return PythonMod(a, b)
+        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(n.op)]
+    return sy(_parse(expr))
+
+
+def from_sympy(e) -> int | str:
+    """A sympy expression (torch's SymInt.node.expr) -> an int or its canonical text."""
+    import sympy
+    from torch.utils._sympy.printers import PythonPrinter
+
+    if isinstance(e, (int, sympy.Integer)):
+        return int(e)
+    return PythonPrinter().doprint(e)
+
+
+def dim_of(size) -> int | str:
+    """A torch size (int or SymInt) as a lamina dim: an int, or its expression."""
+    import torch
+
+    if isinstance(size, torch.SymInt):
+        return from_sympy(size.node.expr)
+    return int(size)
+
+
+def simplify(dim) -> int | str:
+    """Canonical form of a dim (so equal sizes compare equal as text)."""
+    if isinstance(dim, int) or dim == UNKNOWN:
+        return dim
+    return from_sympy(_to_sympy(dim))
+
+
+def combine(op: str, a, b) -> int | str:
+    """a op b on dims (ints or expressions), simplified; UNKNOWN if either is."""
+    if UNKNOWN in (a, b):
+        return UNKNOWN
+    if isinstance(a, int) and isinstance(b, int):
+        if op == "//":
+            return a // b
+        return {"+": a + b, "-": a - b, "*": a * b}[op]
+    x, y = _to_sympy(str(a)), _to_sympy(str(b))
+    if op == "//":
+        from torch.utils._sympy.functions import FloorDiv
+        return from_sympy(FloorDiv(x, y))
+    return from_sympy({"+": x + y, "-": x - y, "*": x * y}[op])
+
+
+def product(dims) -> int | str:
+    out: int | str = 1
+    for d in dims:
+        out = combine("*", out, d)
+    return out
+
+
+def is_symbolic(dim) -> bool:
+    return isinstance(dim, str)
+
+
+# ---- types -------------------------------------------------------------------------------------
+
+def encoding(dims) -> ir.Attribute | None:
+    """The encoding attribute of a type with these dims (None when none is symbolic)."""
+    syms = [d for d in dims if isinstance(d, str)]
+    if not syms or all(d == UNKNOWN for d in syms):
+        return None
+    return ir.ArrayAttr.get([ir.StringAttr.get(d) for d in syms])
+
+
+def dims_of(t: ir.Type) -> list:
+    """Per dim: its static size, or its expression (UNKNOWN when the type does not say)."""
+    rt = ir.RankedTensorType(t)
+    names = []
+    enc = rt.encoding
+    if enc is not None:
+        try:
+            names = [ir.StringAttr(a).value for a in ir.ArrayAttr(enc)]
+        except (ValueError, TypeError):
+            names = []
+    out, k = [], 0
+    for i in range(rt.rank):
+        if rt.is_dynamic_dim(i):
+            out.append(names[k] if k < len(names) else UNKNOWN)
+            k += 1
+        else:
+            out.append(rt.get_dim_size(i))
+    return out
+
+
+def type_symbols(t: ir.Type) -> set[str]:
+    """Symbols a (tensor) type's sizes use."""
+    if not isinstance(t, ir.RankedTensorType):
+        return set()
+    out: set[str] = set()
+    for d in dims_of(t):
+        if isinstance(d, str) and d != UNKNOWN:
+            out |= free_symbols(d)
+    return out
+
+
+def strip(t: ir.Type) -> ir.Type:
+    """The type without its symbolic encoding."""
+    if isinstance(t, ir.RankedTensorType):
+        rt = t
+        if rt.encoding is not None:
+            return ir.RankedTensorType.get(rt.shape, rt.element_type)
+    return t
+
+
+def strip_function(func_op) -> None:
+    """Drop the encodings of every type in a function: signature, block arguments, results."""
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
+        [strip(t) for t in ftype.inputs], [strip(t) for t in ftype.results]))
+
+    def walk(region):
+        for block in region.blocks:
+            for arg in block.arguments:
+                if strip(arg.type) != arg.type:
+                    arg.set_type(strip(arg.type))
+            for op in block.operations:
+                for r in op.results:
+                    if strip(r.type) != r.type:
+                        r.set_type(strip(r.type))
+                for reg in op.regions:
+                    walk(reg)
+    walk(func_op.regions[0])
+
+
+# ---- values --------------------------------------------------------------------------------------
+
+def symbol_args(func_op) -> dict[str, ir.Value]:
+    """symbol name -> the function's `index` argument carrying it (lamina.symbol)."""
+    out = {}
+    if "arg_attrs" not in func_op.attributes:
+        return out
+    args = func_op.regions[0].blocks[0].arguments
+    for i, d in enumerate(ir.ArrayAttr(func_op.attributes["arg_attrs"])):
+        d = ir.DictAttr(d)
+        if SYMBOL_ATTR in d and i < len(args):
+            out[ir.StringAttr(d[SYMBOL_ATTR]).value] = args[i]
+    return out
+
+
+def symbol_values(func_op) -> dict[str, ir.Value]:
+    """symbol name -> its index Value in a function: the `lamina.symbol` arguments, and
+    ops of the entry block marked `lamina.symbol` (a graph reading a size of an input)."""
+    out = symbol_args(func_op)
+    if func_op.regions[0].blocks:
+        for op in func_op.regions[0].blocks[0].operations:
+            if SYMBOL_ATTR in op.attributes and len(op.results) == 1:
+                out.setdefault(ir.StringAttr(op.attributes[SYMBOL_ATTR]).value, op.results[0])
+    return out
+
+
+class SymbolSourceError(ValueError):
+    """A symbol some kernel needs that no graph input carries."""
+
+
+class GraphSymbols:
+    """symbol -> its index Value in the graph function (made on first request)."""
+
+    def __init__(self, func_op):
+        self.func_op = func_op
+        self.block = func_op.regions[0].blocks[0]
+        self.values = symbol_values(func_op)
+
+    def __getitem__(self, name: str) -> ir.Value:
+        if name not in self.values:
+            self.values[name] = self._read_from_input(name)
+        return self.values[name]
+
+    def _read_from_input(self, name: str) -> ir.Value:
+        for arg in self.block.arguments:
+            if not isinstance(arg.type, ir.RankedTensorType):
+                continue
+            for d, size in enumerate(dims_of(arg.type)):
+                if size == name:
+                    from mlir.dialects import arith, tensor
+
+                    with ir.InsertionPoint.at_block_begin(self.block), self.func_op.location:
+                        index = ir.IndexType.get()
+                        dim = tensor.dim(arg, arith.constant(index, ir.IntegerAttr.get(index, d)))
+                        dim.owner.attributes[SYMBOL_ATTR] = ir.StringAttr.get(name)
+                    return dim
+        raise SymbolSourceError(f"symbol {name} is neither an index argument nor a dim of a graph input")
+
+
+def materialize(dim, values: dict[str, ir.Value]) -> ir.Value:
+    """An `index` Value of a dim (int or expression) from symbol values, as arith ops at
+    the current insertion point."""
+    from mlir.dialects import arith
+
+    index = ir.IndexType.get()
+
+    def const(v):
+        return arith.constant(index, ir.IntegerAttr.get(index, v))
+
+    def em(n):
+        if isinstance(n, ast.Constant):
+            return const(n.value)
+        if isinstance(n, ast.Name):
+            try:
+                return values[n.id]
+            except KeyError:
+                raise SymbolError(f"no value for symbol {n.id} here (have {sorted(values)})") from None
+        if isinstance(n, ast.UnaryOp):
+            return arith.subi(const(0), em(n.operand))
+        if isinstance(n, ast.Call):
+            args = [em(a) for a in n.args]
+            out = args[0]
+            for a in args[1:]:
+                out = arith.maxsi(out, a) if n.func.id == "max" else arith.minsi(out, a)
+            return out
+        a, b = em(n.left), em(n.right)
+        if isinstance(n.op, ast.Add):
+            return arith.addi(a, b)
+        if isinstance(n.op, ast.Sub):
+            return arith.subi(a, b)
+        if isinstance(n.op, ast.Mult):
+            return arith.muli(a, b)
+        if isinstance(n.op, ast.FloorDiv):
+            return arith.floordivsi(a, b)
+        return arith.remsi(arith.addi(arith.remsi(a, b), b), b)  # Python's % (sign of b)
+    if isinstance(dim, int):
+        return const(dim)
+    if dim == UNKNOWN:
+        raise SymbolError("a dynamic size with no expression cannot be materialized")
+    return em(_parse(dim))
+
+
+def python_expr(dim) -> str:
+    """Python source computing a dim from variables named after its symbols."""
+    return str(dim) if isinstance(dim, int) else f"({dim})"
+
+
+__all__ = ["SYMBOL_ATTR", "UNKNOWN", "SymbolError", "free_symbols", "evaluate", "from_sympy", "dim_of",
+           "simplify", "combine", "product", "is_symbolic", "encoding", "dims_of", "type_symbols", "strip",
+           "strip_function", "symbol_args", "materialize", "python_expr"]
