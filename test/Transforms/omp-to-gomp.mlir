@@ -3,7 +3,8 @@
 // A collapsed 2-D worksharing loop (what convert-scf-to-openmp makes of a matmul's outer
 // tiles) becomes an outlined function run by GOMP_parallel on torch's libgomp pool. The
 // values the body uses from outside travel in a context struct; constants are cloned, so
-// the body keeps constant bounds; the loop bounds come last in the struct.
+// the body keeps constant bounds; the loop bounds come last in the struct. The team size
+// is 1 when the loop has at most one iteration (no thread woken), else 0 (torch's).
 
 // CHECK-LABEL: llvm.func @k(
 // CHECK-SAME: %[[P:.*]]: !llvm.ptr, %[[N:.*]]: i64)
@@ -12,7 +13,9 @@
 // CHECK: llvm.getelementptr %[[CTX]][0, 0]
 // CHECK: llvm.store %[[P]]
 // CHECK: %[[FN:.*]] = llvm.mlir.addressof @k_omp_0 : !llvm.ptr
-// CHECK: llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
+// CHECK: %[[ONE_ITER:.*]] = llvm.icmp "sle" %{{.*}}, %{{.*}} : i64
+// CHECK: %[[TEAM:.*]] = llvm.select %[[ONE_ITER]], %{{.*}}, %{{.*}} : i1, i32
+// CHECK: llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %[[TEAM]], %{{.*}}) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
 // CHECK: llvm.return
 
 // A worksharing loop with a reduction clause (@r below) is left to libomp.

@@ -15,10 +15,11 @@ still runs as one native call; BLAS threads on torch's OpenMP pool.
 The choice is an attribute a user can set first (`lamina.contraction = "tiled"` keeps a
 contraction tiled); the pass fills in `choose_contraction` for the others:
 LAMINA_CONTRACTION=tiled|library|auto (default auto: library for fp32/fp64 linalg.matmul
-and linalg.batch_matmul with static shapes, no zero dim, and at least LIBRARY_MIN_FLOPS
-per call, when the process has a BLAS exporting sgemm_/dgemm_; f16/bf16 ones too, on f32
-copies of their operands, where each copied element serves at least
-LOW_PRECISION_MIN_FLOPS_PER_ELEMENT flops).
+and linalg.batch_matmul with no static zero dim and at least LIBRARY_MIN_FLOPS per call (a
+symbolic size counted as fusion.SYMBOLIC_SIZE_ESTIMATE; symbols are >= 2 at run time, so
+BLAS never sees an empty dim), when the process has a BLAS exporting sgemm_/dgemm_; static
+f16/bf16 ones too, on f32 copies of their operands, where each copied element serves at
+least LOW_PRECISION_MIN_FLOPS_PER_ELEMENT flops).
 """
 from __future__ import annotations
 
@@ -129,8 +130,10 @@ def _blas_representable(op) -> bool:
         return False  # transposed/broadcast matmul forms: the tiled kernel handles those
     for v in list(op.operands) + list(op.results):
         t = ir.RankedTensorType(v.type) if isinstance(v.type, ir.RankedTensorType) else None
-        if t is None or not t.has_static_shape or 0 in t.shape:
+        if t is None or 0 in t.shape:
             return False
+        if not t.has_static_shape and _low_precision(op):
+            return False   # the f32 copies are made for static shapes only
     return True
 
 

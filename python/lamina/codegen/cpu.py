@@ -350,7 +350,10 @@ class KernelLauncher:
         # memref descriptor, or the index value itself.
         ptrs = [d if isinstance(d, ctypes.c_int64) else ctypes.pointer(d) for d in descs]
         packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
-        state = (descs, ptrs, packed)
+        # the shapes the descriptors hold (a generated call skips rewriting unchanged ones)
+        shapes = [None if is_index else tuple(a.shape) for a, is_index in
+                  zip(args, self.index_args + [False] * (len(args) - len(self.index_args)))]
+        state = (descs, ptrs, packed, shapes)
         self.local.state = state
         return state
 
@@ -375,7 +378,7 @@ class KernelLauncher:
         if state is None:
             state = self._state(args, arena_bytes)
         else:
-            for d, t, s, i in zip(state[0], args, self.strided, self.index_args):
+            for n, (d, t, s, i) in enumerate(zip(state[0], args, self.strided, self.index_args)):
                 if i:
                     d.value = int(t)
                     continue
@@ -385,6 +388,7 @@ class KernelLauncher:
                 if s:
                     d.sizes[:] = t.shape
                     d.strides[:] = t.stride()
+                    state[3][n] = tuple(t.shape)
             if self.has_arena and self.arena_bytes is None:
                 self.grow_arena(state, arena_bytes)
         self.fn(state[2])

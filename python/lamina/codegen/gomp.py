@@ -221,6 +221,26 @@ def _int(v: int, width: int):
     return _create("llvm.mlir.constant", results=[t], attributes={"value": ir.IntegerAttr.get(t, v)}).result
 
 
+def _team_size(bounds: list, dims: int):
+    """GOMP_parallel's num_threads: 1 when the loop has at most one iteration (a symbolic
+    kernel whose size this call is below its grain: no thread is woken), else 0 (torch's
+    team size)."""
+    i64 = ir.IntegerType.get_signless(64)
+    lbs, ubs, steps = bounds[:dims], bounds[dims:2 * dims], bounds[2 * dims:]
+    one = _int(1, 64)
+    total = one
+    for lb, ub, step in zip(lbs, ubs, steps):
+        span = _create("llvm.sub", operands=[ub, lb], results=[i64]).result
+        up = _create("llvm.add", operands=[span, _create("llvm.sub", operands=[step, one], results=[i64]).result],
+                     results=[i64]).result
+        trip = _create("llvm.sdiv", operands=[up, step], results=[i64]).result
+        total = _create("llvm.mul", operands=[total, trip], results=[i64]).result
+    single = _create("llvm.icmp", operands=[total, one], results=[ir.IntegerType.get_signless(1)],
+                     attributes={"predicate": ir.IntegerAttr.get(i64, 3)}).result   # sle
+    return _create("llvm.select", operands=[single, _int(1, 32), _int(0, 32)],
+                   results=[ir.IntegerType.get_signless(32)]).result
+
+
 def _outline(module: ir.Module, func, par, ws, nest, pre, name: str) -> None:
     ptr = ir.Type.parse("!llvm.ptr")
     dims = len(nest.operands) // 3
@@ -291,7 +311,8 @@ def _outline(module: ir.Module, func, par, ws, nest, pre, name: str) -> None:
         fn = _create("llvm.mlir.addressof", results=[ptr],
                      attributes={"global_name": ir.FlatSymbolRefAttr.get(name)}).result
         zero = _int(0, 32)
-        _create("llvm.call", operands=[fn, ctx, zero, zero],
+        threads = _team_size(bounds, dims)
+        _create("llvm.call", operands=[fn, ctx, threads, zero],
                 attributes={"callee": ir.FlatSymbolRefAttr.get("GOMP_parallel"),
                             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([4, 0]),
                             "op_bundle_sizes": ir.DenseI32ArrayAttr.get([])})

@@ -25,6 +25,15 @@ ones, the same for every reduction of the kernel, k >= 1):
     outputs (bufferization.materialize_in_destination).
 The decision is recorded as `lamina.row_dims = k` on the kernel function (0: not
 row-blocked); set it to 0 in the IR and replay lamina-tile-cpu to keep the op-by-op form.
+
+Symbolic sizes (dynamic row counts or row lengths): the row loops' bounds are read off a
+kernel input at run time, and the rows run in chunks along the first row dim, of
+max(1, ceil(GRAIN / work per index of that dim)) indices, computed at run time too: the
+scf.forall is over the chunks, each chunk runs its rows serially, and a call with one
+chunk runs on one thread (lamina-omp-to-gomp asks libgomp for a team of 1 when a parallel
+loop has one iteration), so one compiled kernel forks only where the static one would.
+Pure pointwise kernels of symbolic shape (no reduction) are row-blocked the same way over
+all their dims but the last (`lamina.row_dims = rank - 1`).
 """
 from __future__ import annotations
 
@@ -61,28 +70,66 @@ def _static_shape(v: ir.Value) -> list[int] | None:
     return list(t.shape) if t.has_static_shape else None
 
 
+def _shape(v: ir.Value) -> list[int] | None:
+    """Sizes, T.DYNAMIC for a dynamic dim (equal to any other dynamic dim here: torch
+    guarantees the sizes an op combines agree)."""
+    if not isinstance(v.type, ir.RankedTensorType):
+        return None
+    return list(ir.RankedTensorType(v.type).shape)
+
+
+def _dynamic(shape) -> bool:
+    return any(d == T.DYNAMIC for d in shape)
+
+
 def _row_dims(ops) -> int:
-    """k of the kernel's reductions (0 when they disagree or there are none)."""
-    ks = {_kinds(op).index("reduction") for op in ops
-          if op.name == "linalg.generic" and "reduction" in _kinds(op)}
+    """k of the kernel's reductions (0 when they disagree or there are none); a kernel of
+    symbolic shape with no reduction: its rank - 1 (pointwise rows)."""
+    generics = [op for op in ops if op.name == "linalg.generic"]
+    ks = {_kinds(op).index("reduction") for op in generics if "reduction" in _kinds(op)}
+    if not ks and generics:
+        shapes = [_shape(r) for op in generics for r in op.results]
+        ranks = {len(sh) for sh in shapes if sh is not None}
+        if len(ranks) == 1 and any(_dynamic(sh) for sh in shapes if sh) and min(ranks) >= 2:
+            return min(ranks) - 1
     return ks.pop() if len(ks) == 1 else 0
 
 
-def _row_shape(ops, k: int) -> list[int] | None:
-    """The sizes of the row loops, from the first reduction."""
-    for op in ops:
-        if op.name == "linalg.generic" and "reduction" in _kinds(op):
-            for v, m in zip(list(op.operands), _maps(op)):
-                shape = _static_shape(v)
-                pos = _row_positions(m, k)
-                if shape is not None and pos is not None and _is_standard_row(pos, k):
-                    return shape[:k]
+def _outside(v: ir.Value) -> bool:
+    """A value defined outside the kernel's linalg ops (a kernel input, or a reshape of one)."""
+    owner = v.owner
+    if isinstance(owner, ir.Block) or owner.name in _OUTSIDE:
+        return True
+    return owner.name in ("tensor.reshape", "tensor.expand_shape", "tensor.collapse_shape") and _outside(owner.operands[0])
+
+
+def _row_shape(ops, k: int) -> tuple[list[int], ir.Value | None] | None:
+    """The sizes of the row loops, from the first reduction (or, with none, the first
+    generic), and, when some are dynamic, a kernel input in the row form to read them from."""
+    generics = [op for op in ops if op.name == "linalg.generic"]
+    reductions = [op for op in generics if "reduction" in _kinds(op)]
+    for op in reductions or generics[:1]:
+        for v, m in zip(list(op.operands), _maps(op)):
+            shape = _shape(v)
+            pos = _row_positions(m, k)
+            if shape is not None and pos is not None and _is_standard_row(pos, k):
+                if not _dynamic(shape[:k]):
+                    return shape[:k], None
+                # dynamic: the same sizes, read at run time off a kernel input in row form
+                for g in generics:
+                    for u, mu in zip(list(g.operands), _maps(g)):
+                        su, pu = _shape(u), _row_positions(mu, k)
+                        if _outside(u) and su is not None and pu is not None and _is_standard_row(pu, k) \
+                                and su[:k] == shape[:k]:
+                            return shape[:k], u
+                return None
     return None
 
 
 class _Plan:
-    def __init__(self, k: int, rows: list[int]):
+    def __init__(self, k: int, rows: list[int], source: ir.Value | None = None):
         self.k, self.rows = k, rows
+        self.source = source          # a kernel input giving the dynamic row sizes
         self.row_ops: list = []       # ops recomputed per row, in program order
         self.stored: list = []        # row values read outside the rows (kernel outputs)
         self.post_ops: list = []      # reshapes of stored values (moved after the loop)
@@ -126,7 +173,7 @@ def _row_aligned(op, k: int, rows: list[int], row_values: set) -> bool:
     n_in = len(operands) - len(op.results)
     for i, (v, m) in enumerate(zip(operands, _maps(op))):
         pos = _row_positions(m, k)
-        shape = _static_shape(v)
+        shape = _shape(v)
         if pos is None or shape is None:
             return False
         if any(p is not None and shape[j] != rows[p] for j, p in enumerate(pos)):
@@ -147,19 +194,21 @@ def analyze(func_op) -> _Plan | None:
     k = _row_dims(ops)
     if k == 0:
         return None
-    rows = _row_shape(ops, k)
-    if rows is None:
+    found = _row_shape(ops, k)
+    if found is None:
         return None
+    rows, source = found
     row_values: set = set()
-    plan = _Plan(k, rows)
+    plan = _Plan(k, rows, source)
     for op in ops:
         name = op.name
         if name in _OUTSIDE or name in _EXITS:
             continue
         reads_rows = any(v in row_values for v in op.operands)
         if name == "tensor.empty":
-            shape = _static_shape(op.results[0])
-            if shape is not None and len(shape) >= k and shape[:k] == rows:
+            shape = _shape(op.results[0])
+            if shape is not None and len(shape) >= k and shape[:k] == rows and \
+                    all(_outside_or_static(x) for x in op.operands):
                 plan.row_ops.append(op)
                 row_values.add(op.results[0])
             continue   # an empty of another shape: an init outside the rows
@@ -178,7 +227,7 @@ def analyze(func_op) -> _Plan | None:
             plan.row_ops.append(op)
             row_values.update(op.results)
             continue
-        if not reads_rows and (name.startswith(("linalg.", "tensor.", "arith."))):
+        if not reads_rows and (name.startswith(("linalg.", "tensor.", "arith.", "memref.dim"))):
             continue   # computed once, outside the rows
         return None
     if not any(op.name == "linalg.generic" for op in plan.row_ops):
@@ -196,6 +245,13 @@ def analyze(func_op) -> _Plan | None:
     return plan
 
 
+def _outside_or_static(v: ir.Value) -> bool:
+    """A size operand computed outside the rows (tensor.dim of an input, a symbol, arith)."""
+    owner = v.owner
+    return isinstance(owner, ir.Block) or owner.name in ("tensor.dim", "memref.dim", "arith.constant",
+                                                         "arith.muli", "arith.addi", "arith.floordivsi")
+
+
 def _idx(i: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), i)
 
@@ -210,13 +266,24 @@ def _row_slice(v: ir.Value, ivs: list[ir.Value], k: int, pos: list[int | None] |
     rt = ir.RankedTensorType.get(sizes, t.element_type)
     offsets = [T.DYNAMIC if p is not None else 0 for p in pos]
     dyn = [ivs[p] for p in pos if p is not None]
-    return tensor.extract_slice(rt, v, dyn, [], [], offsets, sizes, [1] * len(shape))
+    dyn_sizes = [tensor.dim(v, _idx(j)) for j, s in enumerate(sizes) if s == T.DYNAMIC]
+    return tensor.extract_slice(rt, v, dyn, dyn_sizes, [], offsets, sizes, [1] * len(shape))
 
 
-def _row_placement(dest: ir.Value, k: int) -> tuple[list[int], list[int], list[int]]:
-    """Static offsets, sizes and strides of a row (ivs as the k dynamic offsets) in `dest`."""
+def _row_placement(dest: ir.Value, k: int) -> tuple[list, list[int], list[int], list[int]]:
+    """Dynamic sizes, then static offsets, sizes and strides of a row (ivs as the k dynamic
+    offsets) in `dest`."""
     shape = list(ir.RankedTensorType(dest.type).shape)
-    return [T.DYNAMIC] * k + [0] * (len(shape) - k), [1] * k + shape[k:], [1] * len(shape)
+    sizes = [1] * k + shape[k:]
+    dyn = [tensor.dim(dest, _idx(j)) for j, s in enumerate(sizes) if s == T.DYNAMIC]
+    return dyn, [T.DYNAMIC] * k + [0] * (len(shape) - k), sizes, [1] * len(shape)
+
+
+def _insert_row(row: ir.Value, dest: ir.Value, ivs: list, k: int, parallel: bool = False):
+    dyn, offsets, sizes, strides = _row_placement(dest, k)
+    if parallel:
+        return tensor.parallel_insert_slice(row, dest, ivs, dyn, [], offsets, sizes, strides)
+    return tensor.insert_slice(row, dest, ivs, dyn, [], offsets, sizes, strides)
 
 
 def _row_type(t: ir.Type, k: int) -> ir.Type:
@@ -243,11 +310,14 @@ def _offset_row_indices(op, ivs: list[ir.Value], k: int) -> None:
             u.owner.operands[u.operand_number] = shifted
 
 
-def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value]) -> list[ir.Value]:
+def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value],
+               dest_ivs: list[ir.Value] | None = None) -> list[ir.Value]:
     """Clone the row ops for row `ivs`; returns the row slice of each stored value.
     `dests`: the output tensors the stored values are inserted into (their row slices become
-    the stored ops' inits, so the ops write the output rows in place)."""
+    the stored ops' inits, so the ops write the output rows in place), at row `dest_ivs`
+    (default `ivs`; a chunk of rows has its own origin)."""
     k = plan.k
+    dest_ivs = ivs if dest_ivs is None else dest_ivs
     env: dict = {}
     slices: dict = {}
     stored_dest = dict(zip(plan.stored, dests))
@@ -263,7 +333,11 @@ def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value]) -> list[
     for op in plan.row_ops:
         if op.name == "tensor.empty":
             rt = ir.RankedTensorType(_row_type(op.results[0].type, k))
-            env[op.results[0]] = tensor.empty(list(rt.shape), rt.element_type)
+            old_shape = list(ir.RankedTensorType(op.results[0].type).shape)
+            sizes = list(op.operands)
+            dyn_of = {j: sizes.pop(0) for j, d in enumerate(old_shape) if d == T.DYNAMIC}
+            env[op.results[0]] = tensor.empty([dyn_of[j] if d == T.DYNAMIC else d for j, d in enumerate(rt.shape)],
+                                              rt.element_type)
             continue
         # The row operands first (their slices must dominate the clone).
         replace: dict[int, ir.Value] = {}
@@ -278,7 +352,7 @@ def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value]) -> list[
             for j, r in enumerate(op.results):
                 init = op.operands[n_in + j]
                 if r in stored_dest and isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty":
-                    replace[n_in + j] = _row_slice(stored_dest[r], ivs, k)
+                    replace[n_in + j] = _row_slice(stored_dest[r], dest_ivs, k)
         new = op.clone()
         for i, v in replace.items():
             new.operands[i] = v
@@ -288,6 +362,33 @@ def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value]) -> list[
             new_r.set_type(_row_type(old_r.type, k))
             env[old_r] = new_r
     return [env[v] for v in plan.stored]
+
+
+def _sizes_of(v: ir.Value, row_sizes: list[ir.Value], k: int) -> list:
+    """Dynamic sizes of a stored value (for its output tensor.empty): row dims from the row
+    loops' bounds, the others from the tensor.empty its init chain starts at."""
+    shape = list(ir.RankedTensorType(v.type).shape)
+    init = v
+    while isinstance(init, ir.OpResult) and init.owner.name != "tensor.empty":
+        op = init.owner
+        n_in = len(op.operands) - len(op.results)
+        init = op.operands[n_in + list(op.results).index(init)] if op.name == "linalg.generic" else op.operands[-1]
+    empty_sizes = list(init.owner.operands) if isinstance(init, ir.OpResult) else []
+    out = []
+    for j, d in enumerate(shape):
+        if d != T.DYNAMIC:
+            continue
+        if j < k:
+            out.append(row_sizes[j])
+        else:
+            out.append(empty_sizes[sum(1 for x in shape[:j] if x == T.DYNAMIC)])
+    return out
+
+
+def _empty_like(v: ir.Value, dynamic_sizes: list) -> ir.Value:
+    rt = ir.RankedTensorType(v.type)
+    sizes = list(dynamic_sizes)
+    return tensor.empty([sizes.pop(0) if d == T.DYNAMIC else d for d in rt.shape], rt.element_type)
 
 
 def _parallel(plan: _Plan) -> bool:
@@ -304,9 +405,12 @@ def apply(func_op, plan: _Plan) -> ir.Block:
     last = plan.row_ops[-1]
     loc = last.location
     with ir.InsertionPoint.after(last), loc:
-        inits = [tensor.empty(list(ir.RankedTensorType(v.type).shape), ir.RankedTensorType(v.type).element_type)
-                 for v in plan.stored]
-        if _parallel(plan):
+        if plan.source is not None:
+            row_sizes = [tensor.dim(plan.source, _idx(j)) for j in range(k)]
+            inits = [_empty_like(v, _sizes_of(v, row_sizes, k)) for v in plan.stored]
+            results, body = _chunked_rows(plan, inits, row_sizes)
+        elif _parallel(plan):
+            inits = [_empty_like(v, []) for v in plan.stored]
             loop = scf.ForallOp([0] * k, list(rows), [1] * k, inits)
             with ir.InsertionPoint(loop.body):
                 ivs = list(loop.induction_variables)
@@ -315,9 +419,10 @@ def apply(func_op, plan: _Plan) -> ir.Block:
                 term = loop.terminator()
                 with ir.InsertionPoint(term.block):
                     for rv, o in zip(row_vals, outs):
-                        tensor.parallel_insert_slice(rv, o, list(ivs), [], [], *_row_placement(o, k))
+                        _insert_row(rv, o, list(ivs), k, parallel=True)
             results, body = list(loop.results), loop.body
         else:
+            inits = [_empty_like(v, []) for v in plan.stored]
             results, body = _serial_loops(plan, inits)
     for v, r in zip(plan.stored, results):
         uses = [u for u in v.uses if u.owner.name in _EXITS or u.owner in plan.post_ops]
@@ -331,6 +436,70 @@ def apply(func_op, plan: _Plan) -> ir.Block:
         op.erase()
     func_op.attributes[ROW_DIMS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k)
     return body
+
+
+def _chunked_rows(plan: _Plan, inits: list[ir.Value], row_sizes: list[ir.Value]):
+    """Rows of dynamic count: scf.forall over chunks of the first row dim (each about GRAIN
+    elements of work, at least one index), serial loops over the chunk's rows."""
+    k = plan.k
+    # Work per index of row dim 0: the elements of the row source below it.
+    per_index = _idx(1)
+    shape = list(ir.RankedTensorType(plan.source.type).shape)
+    for j in range(1, len(shape)):
+        d = row_sizes[j] if j < k else (tensor.dim(plan.source, _idx(j)) if shape[j] == T.DYNAMIC else _idx(shape[j]))
+        per_index = arith.muli(per_index, d)
+    chunk = arith.maxsi(_idx(1), arith.ceildivsi(_idx(GRAIN), arith.maxsi(per_index, _idx(1))))
+    n_chunks = arith.ceildivsi(row_sizes[0], chunk)
+    loop = scf.ForallOp([_idx(0)], [n_chunks], [_idx(1)], inits)
+    with ir.InsertionPoint(loop.body):
+        (c,) = list(loop.induction_variables)
+        outs = list(loop.inner_iter_args)
+        lo = arith.muli(c, chunk)
+        hi = arith.minsi(arith.addi(lo, chunk), row_sizes[0])
+        count = arith.subi(hi, lo)
+        chunk_outs = [_chunk_slice(o, lo, count) for o in outs]
+        ivs: list[ir.Value] = []
+        bodies: list[ir.Block] = []
+
+        def build(d: int, carried: list[ir.Value]):
+            inner = scf.ForOp(_idx(0), count if d == 0 else row_sizes[d], _idx(1), carried)
+            with ir.InsertionPoint(inner.body):
+                ivs.append(inner.induction_variable)
+                inner_carried = list(inner.inner_iter_args)
+                if d == k - 1:
+                    bodies.append(inner.body)
+                    global_ivs = [arith.addi(ivs[0], lo)] + ivs[1:]
+                    row_vals = _emit_rows(plan, global_ivs, inner_carried, dest_ivs=list(ivs))
+                    scf.YieldOp([_insert_row(rv, o, list(ivs), k) for rv, o in zip(row_vals, inner_carried)])
+                else:
+                    scf.YieldOp(list(build(d + 1, inner_carried).results))
+            return inner
+
+        done = build(0, chunk_outs)
+        geometry = [_chunk_geometry(o, count) for o in outs]  # before the terminator: it holds inserts only
+        term = loop.terminator()
+        with ir.InsertionPoint(term.block):
+            for r, o, g in zip(done.results, outs, geometry):
+                _insert_chunk(r, o, lo, g)
+    return list(loop.results), bodies[0]
+
+
+def _chunk_geometry(t: ir.Value, count: ir.Value):
+    shape = list(ir.RankedTensorType(t.type).shape)
+    sizes = [T.DYNAMIC] + shape[1:]
+    dyn = [count] + [tensor.dim(t, _idx(j)) for j in range(1, len(shape)) if shape[j] == T.DYNAMIC]
+    return shape, sizes, dyn
+
+
+def _chunk_slice(t: ir.Value, lo: ir.Value, count: ir.Value) -> ir.Value:
+    shape, sizes, dyn = _chunk_geometry(t, count)
+    rt = ir.RankedTensorType.get(sizes, ir.RankedTensorType(t.type).element_type)
+    return tensor.extract_slice(rt, t, [lo], dyn, [], [T.DYNAMIC] + [0] * (len(shape) - 1), sizes, [1] * len(shape))
+
+
+def _insert_chunk(r: ir.Value, dest: ir.Value, lo: ir.Value, geometry) -> None:
+    shape, sizes, dyn = geometry
+    tensor.parallel_insert_slice(r, dest, [lo], dyn, [], [T.DYNAMIC] + [0] * (len(shape) - 1), sizes, [1] * len(shape))
 
 
 def _serial_loops(plan: _Plan, inits: list[ir.Value]):
@@ -347,8 +516,7 @@ def _serial_loops(plan: _Plan, inits: list[ir.Value]):
             if d == k - 1:
                 bodies.append(loop.body)
                 row_vals = _emit_rows(plan, ivs, inner_carried)
-                new = [tensor.insert_slice(rv, o, list(ivs), [], [], *_row_placement(o, k))
-                       for rv, o in zip(row_vals, inner_carried)]
+                new = [_insert_row(rv, o, list(ivs), k) for rv, o in zip(row_vals, inner_carried)]
                 scf.YieldOp(new)
             else:
                 scf.YieldOp(list(build(d + 1, inner_carried).results))

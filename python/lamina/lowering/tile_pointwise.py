@@ -1,8 +1,8 @@
 """Schedules for kernels without a contraction (part of lamina-tile-cpu): the elementwise ops
 a kernel stores run as parallel outer tiles and vector inner tiles.
 
-After elementwise fusion, every top-level all-parallel linalg.generic of a kernel with static
-shapes and an identity output map (the fused pointwise chains, stored or not) is tiled; for
+After elementwise fusion, every top-level all-parallel linalg.generic of a kernel with an
+identity output map (dynamic sizes too: the peeled vector remainder is masked) (the fused pointwise chains, stored or not) is tiled; for
 such an op R of loop sizes [d0, ..., dn-1]:
 
     lamina.tile_sizes   = array<i64: T, 0, ...>   scf.forall over one dim (-> OpenMP), chunks
@@ -75,22 +75,25 @@ def _all_parallel_identity(op) -> list[int] | None:
         return None
     maps = ir.ArrayAttr(op.attributes["indexing_maps"])
     t = ir.RankedTensorType(op.results[0].type)
-    if not t.has_static_shape or t.rank == 0:
+    if t.rank == 0:
         return None
     identity = ir.AffineMap.get_identity(t.rank)
     for i, r in enumerate(op.results):   # every result: the same shape, written in loop order
         out_map = ir.AffineMapAttr(maps[len(maps) - len(op.results) + i]).value
         if list(ir.RankedTensorType(r.type).shape) != list(t.shape) or out_map != identity:
             return None
-    sizes = [t.get_dim_size(i) for i in range(t.rank)]
+    sizes = [-1 if t.is_dynamic_dim(i) else t.get_dim_size(i) for i in range(t.rank)]
     return None if 0 in sizes else sizes
 
 
 def default_sizes(sizes: list[int]) -> tuple[list[int], list[int]]:
+    """Outer (parallel) and inner (vector) tiles of loops of `sizes` (-1: dynamic). An op of
+    dynamic size gets no parallel tiles here: a kernel of symbolic shape runs its rows in
+    chunks sized at run time (row_kernel.py)."""
     rank = len(sizes)
     outer = [0] * rank
     n = threads()
-    if math.prod(sizes) >= GRAIN and n > 1:
+    if -1 not in sizes and math.prod(sizes) >= GRAIN and n > 1:
         # The outermost dim that splits into a chunk per thread (the last only for rank 1).
         cands = [d for d in range(rank) if sizes[d] >= n and (d < rank - 1 or rank == 1)]
         if cands:

@@ -493,6 +493,7 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
         # vectorize are then those of the per-row body.
         block = func_op.regions[0].blocks[0]
         if not annotate_only:
+            _resolve_dynamic_dims(func_op)
             rows = row_block(func_op)
             block = block if rows is None else rows
             vectorize_reductions(block)
@@ -512,6 +513,24 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     interpreter.apply_named_sequence(func_op.operation, main, schedule)
     _strip(func_op.operation)
     return True
+
+
+def _resolve_dynamic_dims(func_op) -> None:
+    """In a kernel of dynamic shape, `tensor.dim` of intermediate values becomes `tensor.dim`
+    of the kernel's inputs (and duplicates go), so the sizes are known outside any loop the
+    row schedule builds."""
+    dynamic = []
+
+    def visit(op):
+        if op.name == "tensor.dim":
+            dynamic.append(op)
+        return ir.WalkResult.ADVANCE
+    func_op.operation.walk(visit)
+    if dynamic:
+        from mlir.passmanager import PassManager
+
+        PassManager.parse("func.func(resolve-ranked-shaped-type-result-dims,canonicalize,cse)",
+                          context=func_op.context).run(func_op.operation)
 
 
 def pointwise_enabled() -> bool:

@@ -100,8 +100,13 @@ def match(op) -> dict | None:
     maps = _maps(op)
     full = ir.AffineMap.get_identity(len(kinds))
     for v in operands:
-        t = ir.ShapedType(v.type)
-        if not isinstance(v.type, ir.RankedTensorType) or not t.has_static_shape:
+        if not isinstance(v.type, ir.RankedTensorType):
+            return None
+        t = ir.RankedTensorType(v.type)
+        # Static rows; the reduced dims (row length) may be dynamic: the loops then read
+        # their bounds at run time.
+        if any(t.is_dynamic_dim(i) for i in range(min(k, t.rank))) or (
+                not t.has_static_shape and (v in outs or k == 0)):
             return None
     in_kinds = []
     for v, m in zip(ins, maps[:len(ins)]):
@@ -113,14 +118,16 @@ def match(op) -> dict | None:
             return None
     if "row_elements" not in in_kinds or not all(_is_row_map(m, k) for m in maps[len(ins):]):
         return None
-    shape = ir.RankedTensorType(ins[in_kinds.index("row_elements")].type).shape
-    rows, n = _pymath.prod(shape[:k]), _pymath.prod(shape[k:])
+    row_t = ir.RankedTensorType(ins[in_kinds.index("row_elements")].type)
+    shape = row_t.shape
+    rows = _pymath.prod(shape[:k])
+    n = None if not row_t.has_static_shape else _pymath.prod(shape[k:])   # None: dynamic
     acc_types = {str(ir.RankedTensorType(v.type).element_type) for v in outs}
     if len(acc_types) != 1 or not acc_types <= {"f32", "f64"}:
         return None
     acc_type = ir.RankedTensorType(outs[0].type).element_type
     lanes = vector_lanes() * 32 // (64 if str(acc_type) == "f64" else 32)   # the same vector width
-    if n < lanes or rows == 0:
+    if (n is not None and n < lanes) or rows == 0:
         return None
     identities = [_fill_value(v) for v in outs]
     if any(x is None for x in identities):
@@ -170,9 +177,11 @@ def _reassoc(groups) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
 
 
-def _as_rows_by_n(v: ir.Value, k: int, rows: int, n: int) -> ir.Value:
-    """[p..., r...] -> [rows, n] (a full reduction gets rows = 1)."""
+def _as_rows_by_n(v: ir.Value, k: int, rows: int, n: int | None) -> ir.Value:
+    """[p..., r...] -> [rows, n] (a full reduction gets rows = 1); n None: dynamic (k > 0)."""
     t = ir.RankedTensorType(v.type)
+    if n is None:
+        return _collapse(v, [list(range(k)), list(range(k, t.rank))], [rows, T_DYNAMIC])
     if k == 0:
         flat = _collapse(v, [list(range(t.rank))], [n]) if t.rank != 1 else v
         return tensor.expand_shape(ir.RankedTensorType.get([1, n], t.element_type), flat, _reassoc([[0, 1]]), [], [1, n])
@@ -195,6 +204,17 @@ def _from_rows(v: ir.Value, like: ir.Type) -> ir.Value:
 
 def _splat(t: ir.Type, attr: ir.Attribute) -> ir.Value:
     return arith.constant(t, ir.DenseElementsAttr.get_splat(t, attr))
+
+
+T_DYNAMIC = ir.ShapedType.get_dynamic_size() if hasattr(ir.ShapedType, "get_dynamic_size") else -(2**63)
+
+
+def _bound(n, step: int):
+    """(n as an index Value, the end of its whole `step`s): static ints folded, dynamic
+    ones computed (n - n % step)."""
+    if isinstance(n, int):
+        return _index(n), _index(n - n % step)
+    return n, arith.subi(n, arith.remsi(n, _index(step)))
 
 
 def _index(i: int) -> ir.Value:
@@ -271,7 +291,7 @@ def rewrite(op, facts: dict) -> None:
             rows_tile = list(ir.DenseI64ArrayAttr(op.attributes[TILE_SIZES]))[0]
         else:
             nt = threads()
-            rows_tile = -(-rows // nt) if rows * n >= GRAIN and nt > 1 and rows >= nt else 0
+            rows_tile = -(-rows // nt) if n is not None and rows * n >= GRAIN and nt > 1 and rows >= nt else 0
         gen.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get([rows_tile])
         block = gen.regions[0].blocks.append(*([acc_t] * n_out))
         with ir.InsertionPoint(block):
@@ -298,13 +318,17 @@ def rewrite(op, facts: dict) -> None:
                 return vals
 
             step = lanes * UNROLL
-            main_end = n - n % step
+            if n is None:   # the row length of this call
+                n_dyn = tensor.dim(ins[facts["in_kinds"].index("row_elements")], _index(1))
+            nn = n if n is not None else n_dyn
             if facts["mode"] == "compensated":
-                linalg.YieldOp(_chunked_compensated_sum(cloner, read, facts["addend"], n, lanes, acc_t))
+                linalg.YieldOp(_chunked_compensated_sum(cloner, read, facts["addend"], nn, lanes, acc_t))
                 return _finish(op, gen)
+            n_v, main_v = _bound(nn, step)
+            static = n is not None
             sets = [list(ident) for _ in range(UNROLL)]
-            if main_end:
-                loop = scf.ForOp(zero_i, _index(main_end), _index(step), [a for s in sets for a in s])
+            if not static or n - n % step:
+                loop = scf.ForOp(zero_i, main_v, _index(step), [a for s in sets for a in s])
                 with ir.InsertionPoint(loop.body):
                     j = loop.induction_variable
                     carried = list(loop.inner_iter_args)
@@ -315,11 +339,11 @@ def rewrite(op, facts: dict) -> None:
                     scf.YieldOp(new)
                 res = list(loop.results)
                 sets = [res[u * n_out:(u + 1) * n_out] for u in range(UNROLL)]
-            if main_end < n:
-                tail = scf.ForOp(_index(main_end), _index(n), _index(lanes), sets[0])
+            if not static or n % step:
+                tail = scf.ForOp(main_v, n_v, _index(lanes), sets[0])
                 with ir.InsertionPoint(tail.body):
                     j = tail.induction_variable
-                    left = arith.subi(_index(n), j)
+                    left = arith.subi(n_v, j)
                     mask = vector.CreateMaskOp(ir.VectorType.get([lanes], ir.IntegerType.get_signless(1)), [left]).result
                     old = list(tail.inner_iter_args)
                     upd = cloner(read(j, mask) + old)
@@ -336,7 +360,7 @@ def _finish(op, gen) -> None:
     op.operation.erase()
 
 
-def _chunked_compensated_sum(cloner, read, addend: ir.Value, n: int, lanes: int, acc_t: ir.Type) -> list[ir.Value]:
+def _chunked_compensated_sum(cloner, read, addend: ir.Value, n, lanes: int, acc_t: ir.Type) -> list[ir.Value]:
     """A row's compensated sum (s, c), cheaply: UNROLL sets of plain lane accumulators sum
     CHUNK vectors each (one add per element), then each set is folded into a compensated
     lane pair (S, C) with TwoSum; the lanes of (S, C) merge as a TwoSum tree. Every lane
@@ -367,23 +391,24 @@ def _chunked_compensated_sum(cloner, read, addend: ir.Value, n: int, lanes: int,
         return S, C
 
     S, C = zero, zero
-    chunks_end = n - n % chunk
-    if chunks_end:
-        outer = scf.ForOp(_index(0), _index(chunks_end), _index(chunk), [S, C])
+    static = isinstance(n, int)
+    n_v, chunks_v = _bound(n, chunk)
+    _, main_v = _bound(n, step)
+    if not static or n - n % chunk:
+        outer = scf.ForOp(_index(0), chunks_v, _index(chunk), [S, C])
         with ir.InsertionPoint(outer.body):
             jc = outer.induction_variable
             parts = plain_loop(jc, arith.addi(jc, _index(chunk)))
             scf.YieldOp(list(fold(parts, *outer.inner_iter_args)))
         S, C = outer.results
-    main_end = n - n % step
-    if chunks_end < main_end:
-        S, C = fold(plain_loop(_index(chunks_end), _index(main_end)), S, C)
-    if main_end < n:
-        tail = scf.ForOp(_index(main_end), _index(n), _index(lanes), [zero])
+    if not static or (n - n % chunk) < (n - n % step):
+        S, C = fold(plain_loop(chunks_v, main_v), S, C)
+    if not static or n % step:
+        tail = scf.ForOp(main_v, n_v, _index(lanes), [zero])
         with ir.InsertionPoint(tail.body):
             j = tail.induction_variable
             mask = vector.CreateMaskOp(ir.VectorType.get([lanes], ir.IntegerType.get_signless(1)),
-                                       [arith.subi(_index(n), j)]).result
+                                       [arith.subi(n_v, j)]).result
             scf.YieldOp([arith.addf(tail.inner_iter_args[0], term(j, mask))])
         S, C = fold(list(tail.results), S, C)
     # Lanes: halve the vector, adding the upper half into the lower one with TwoSum.

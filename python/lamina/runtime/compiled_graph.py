@@ -218,8 +218,11 @@ class CompiledGraph:
                 lines.append(f"        d{j}.value = {t}")
                 continue
             lines.append(f"        d{j}.allocated = d{j}.aligned = {t}.data_ptr()")
-            if self._rewrite_sizes[j]:
+            if j < n_in and plan.strided_inputs[j]:   # a view: its strides change with it
                 lines.append(f"        d{j}.sizes[:] = {t}.shape; d{j}.strides[:] = {t}.stride()")
+            elif self._rewrite_sizes[j]:   # contiguous of symbolic shape: sizes settle strides
+                lines.append(f"        if {t}.shape != state[3][{j}]:")
+                lines.append(f"            d{j}.sizes[:] = {t}.shape; d{j}.strides[:] = {t}.stride(); state[3][{j}] = {t}.shape")
         if dynamic_arena:
             lines.append("        _launch.grow_arena(state, nbytes)")
         lines.append("        _fn(state[2])")

@@ -109,11 +109,19 @@ def fuse_function(func_op) -> int:
     return kernel + 1 if started else 0
 
 
+# A symbolic size counts as this many in the size-based decisions (folding a transpose into
+# a contraction, BLAS or tiled): a symbol is at least 2 (dynamo specializes 0 and 1), and
+# the batch and sequence sizes that are symbolic in practice are usually larger. The
+# decisions it drives stay attributes in the IR (lamina.kernel, lamina.contraction).
+SYMBOLIC_SIZE_ESTIMATE = 128
+
+
 def contraction_flops(op) -> int | None:
-    """2 * batch * M * N * K of a (batch) matmul on static tensors (lamina or linalg), else None."""
-    shapes = [ir.RankedTensorType(v.type).shape for v in list(op.operands[:2]) + [op.results[0]]
-              if isinstance(v.type, ir.RankedTensorType)]
-    if len(shapes) != 3 or any(d < 0 for s in shapes for d in s) or len(shapes[0]) < 2:
+    """2 * batch * M * N * K of a (batch) matmul (lamina or linalg), a dynamic size counted
+    as SYMBOLIC_SIZE_ESTIMATE; None for other ops."""
+    shapes = [[SYMBOLIC_SIZE_ESTIMATE if d < 0 else d for d in ir.RankedTensorType(v.type).shape]
+              for v in list(op.operands[:2]) + [op.results[0]] if isinstance(v.type, ir.RankedTensorType)]
+    if len(shapes) != 3 or len(shapes[0]) < 2:
         return None
     a, out = shapes[0], shapes[2]
     batch = 1
