@@ -15,8 +15,8 @@ func.func @g(%x: tensor<?x?xf32, ["s0", "s1"]>) -> (tensor<?x?xf32, ["s0", "s1"]
 // CHECK-LABEL: func.func private @g_kernel_0(
 // CHECK-SAME: %{{.*}}: index {lamina.symbol = "s0"}, %{{.*}}: index {lamina.symbol = "s1"}
 // CHECK-SAME: lamina.row_dims = 1
-// Chunks of ceil(32768 / row length) rows, as many chunks as the rows need.
-// CHECK: %[[CHUNK:.*]] = arith.ceildivsi %c32768, %{{.*}} : index
+// Chunks of ceil(GRAIN / threads / row length) rows, as many chunks as the rows need.
+// CHECK: %[[CHUNK:.*]] = arith.ceildivsi %c{{[0-9]+}}, %{{.*}} : index
 // CHECK: %[[N:.*]] = arith.ceildivsi %{{.*}}, %{{.*}} : index
 // CHECK: scf.forall (%{{.*}}) in (%[[N]]) shared_outs(
 // CHECK: scf.for

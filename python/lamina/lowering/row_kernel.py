@@ -28,7 +28,7 @@ row-blocked); set it to 0 in the IR and replay lamina-tile-cpu to keep the op-by
 
 Symbolic sizes (dynamic row counts or row lengths): the row loops' bounds are read off a
 kernel input at run time, and the rows run in chunks along the first row dim, of
-max(1, ceil(GRAIN / work per index of that dim)) indices, computed at run time too: the
+max(1, ceil(GRAIN / threads / work per index of that dim)) indices, computed at run time: the
 scf.forall is over the chunks, each chunk runs its rows serially, and a call with one
 chunk runs on one thread (lamina-omp-to-gomp asks libgomp for a team of 1 when a parallel
 loop has one iteration), so one compiled kernel forks only where the static one would.
@@ -448,7 +448,10 @@ def _chunked_rows(plan: _Plan, inits: list[ir.Value], row_sizes: list[ir.Value])
     for j in range(1, len(shape)):
         d = row_sizes[j] if j < k else (tensor.dim(plan.source, _idx(j)) if shape[j] == T.DYNAMIC else _idx(shape[j]))
         per_index = arith.muli(per_index, d)
-    chunk = arith.maxsi(_idx(1), arith.ceildivsi(_idx(GRAIN), arith.maxsi(per_index, _idx(1))))
+    # chunks of GRAIN / threads elements: a call of at least GRAIN elements has a chunk per
+    # thread and forks, as the static schedule does, a smaller one runs on one thread
+    chunk_work = max(1, GRAIN // max(1, threads()))
+    chunk = arith.maxsi(_idx(1), arith.ceildivsi(_idx(chunk_work), arith.maxsi(per_index, _idx(1))))
     n_chunks = arith.ceildivsi(row_sizes[0], chunk)
     loop = scf.ForallOp([_idx(0)], [n_chunks], [_idx(1)], inits)
     with ir.InsertionPoint(loop.body):

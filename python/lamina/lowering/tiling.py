@@ -481,6 +481,7 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     # Invalid IR would abort the process inside a pass or the interpreter (assertion build):
     # fail in Python instead, here and again after planning.
     func_op.operation.verify()
+    _resolve_dynamic_dims(func_op)   # before fusion: a tensor.dim of a producer would keep it alive
     mark_contractions(func_op)
     if has_contraction(func_op):
         _fuse_elementwise(func_op)
@@ -493,7 +494,6 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
         # vectorize are then those of the per-row body.
         block = func_op.regions[0].blocks[0]
         if not annotate_only:
-            _resolve_dynamic_dims(func_op)
             rows = row_block(func_op)
             block = block if rows is None else rows
             vectorize_reductions(block)

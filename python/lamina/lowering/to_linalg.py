@@ -779,15 +779,20 @@ def _lower_matmul(op: ir.Operation) -> ir.Value:
         r2 = finish(r2)
         out_sizes = [size(a, i, sa[i]) for i in range(ra - 1)] + [N]
         return _expand(r2, rt, [list(range(ra - 1)), [ra - 1]], out_sizes)
-    if ra == rb and sa[:-2] == sb[:-2] and None not in sa[:-2]:
-        # Equal (static) batch dims: collapse them into one and use batch_matmul.
+    syms = _current.get("all_operand_dims") or [None, None]
+    same_symbols = (syms[0] is not None and syms[1] is not None and syms[0][:-2] == syms[1][:-2]
+                    and S.UNKNOWN not in syms[0][:-2])
+    if ra == rb and sa[:-2] == sb[:-2] and (None not in sa[:-2] or (
+            same_symbols and (ra == 3 or sa[:-2].count(None) <= 1))):
+        # Equal batch dims (static, or the same symbols): collapse them into one and use
+        # batch_matmul (one dynamic size at most per expanded group).
         groups = [list(range(ra - 2)), [ra - 2], [ra - 1]]
         a3, b3 = _collapse(a, groups), _collapse(b, groups)
-        B = _pymath.prod(sa[:-2])
+        B = _pymath.prod(sa[:-2]) if None not in sa[:-2] else _dim(a3, 0)
         r3 = finish(contract(linalg.batch_matmul, a3, b3, zeros([B, M, N])))
         if ra == 3:
             return r3
-        out_sizes = list(sa[:-2]) + [M, N]
+        out_sizes = [size(a, i, sa[i]) for i in range(ra - 2)] + [M, N]
         return _expand(r3, rt, groups, out_sizes)
     # Broadcasting batch dims: one contraction generic, loops (batch..., m, n, k).
     nb = ro - 2
@@ -1079,6 +1084,7 @@ def lower_op(op: ir.Operation, symbolic_dims: dict | None = None, symbols: dict 
     symbolic_dims = symbolic_dims if symbolic_dims is not None else {}
     _current["dims"] = symbolic_dims.get(op.results[0])
     _current["operand_dims"] = symbolic_dims.get(op.operands[0]) if len(op.operands) else None
+    _current["all_operand_dims"] = [symbolic_dims.get(v) for v in op.operands]
     _current["symbols"] = symbols or {}
     with ir.InsertionPoint(op), op.location:
         new = fn(op)
