@@ -103,9 +103,23 @@ def to_destination_passing(func_op) -> None:
         del func_op.attributes["arg_attrs"]
     if "res_attrs" in func_op.attributes:
         del func_op.attributes["res_attrs"]
-    if symbol_attrs is not None:
-        func_op.attributes["arg_attrs"] = symbol_attrs
+    func_op.attributes["arg_attrs"] = _with_noalias(symbol_attrs, in_types + out_types)
     func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+
+def _with_noalias(symbol_attrs, types) -> ir.ArrayAttr:
+    """`llvm.noalias` on every memref argument of a kernel: a kernel writes only its output
+    buffers, which never overlap its inputs or each other (fresh outputs; arena slices the
+    memory plan keeps apart while live), and inputs are only read, so LLVM may keep loaded
+    values (a row's mean, an eps argument) in registers across the stores of a loop."""
+    old = list(ir.ArrayAttr(symbol_attrs)) if symbol_attrs is not None else [ir.DictAttr.get({})] * len(types)
+    out = []
+    for d, t in zip(old, types):
+        entries = {a.name: a.attr for a in ir.DictAttr(d)}
+        if isinstance(t, ir.MemRefType):
+            entries["llvm.noalias"] = ir.UnitAttr.get()
+        out.append(ir.DictAttr.get(entries))
+    return ir.ArrayAttr.get(out)
 
 
 def _set_arg_attr(func_op, index: int, name: str, value: ir.Attribute) -> None:
