@@ -17,14 +17,15 @@
 // CHECK: call @g_kernel_1(%[[T]], %[[A]], %[[OUT]])
 // CHECK-NEXT: return
 
-// CHECK: func.func private @g_kernel_0(%[[KA:.*]]: memref<4x8xf32>, %[[KB:.*]]: memref<4x8xf32, strided<[?, ?], offset: ?>>, %[[KOUT:.*]]: memref<4x8xf32>)
+// Kernel memrefs are noalias: outputs overlap neither inputs nor each other.
+// CHECK: func.func private @g_kernel_0(%[[KA:[a-z0-9]+]]: memref<4x8xf32> {llvm.noalias}, %[[KB:[a-z0-9]+]]: memref<4x8xf32, strided<[?, ?], offset: ?>> {llvm.noalias}, %[[KOUT:[a-z0-9]+]]: memref<4x8xf32> {llvm.noalias})
 // CHECK-NOT: llvm.emit_c_interface
 // CHECK: %[[TA:.*]] = bufferization.to_tensor %[[KA]] restrict
 // CHECK: %[[TB:.*]] = bufferization.to_tensor %[[KB]] restrict
 // CHECK: %[[R:.*]] = arith.addf %[[TA]], %[[TB]]
 // CHECK: bufferization.materialize_in_destination %[[R]] in restrict writable %[[KOUT]]
 // CHECK-NEXT: return
-// CHECK: func.func private @g_kernel_1(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4x8xf32>)
+// CHECK: func.func private @g_kernel_1(%{{.*}}: memref<4x8xf32> {llvm.noalias}, %{{.*}}: memref<4x8xf32> {llvm.noalias}, %{{.*}}: memref<4x8xf32> {llvm.noalias})
 func.func @g(%a: tensor<4x8xf32>, %b: tensor<4x8xf32> {lamina.layout = "strided"}) -> tensor<4x8xf32> attributes {lamina.graph} {
   %0 = call @g_kernel_0(%a, %b) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %1 = call @g_kernel_1(%0, %a) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
