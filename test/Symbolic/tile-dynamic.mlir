@@ -29,4 +29,10 @@ func.func @g(%x: tensor<?x?xf32, ["s0", "s1"]>) -> (tensor<?x?xf32, ["s0", "s1"]
 // CHECK: scf.for %{{.*}} = %c0 to %[[FULL:.*]] step %c8 iter_args({{.*}}) -> (tensor<1x?xf32>)
 // CHECK: scf.for %{{.*}} = %[[FULL]] to %{{.*}} step %c8 iter_args({{.*}}) -> (tensor<1x?xf32>)
 // CHECK: vector.create_mask
+// The row's 1 / sum is computed once per row, before the vector loop that scales it
+// (hoist_loop_invariants), not once per vector.
+// CHECK: %[[INV:.*]] = arith.divf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %{{.*}} step %c8 iter_args(
+// CHECK-NOT: arith.divf
+// CHECK: arith.mulf %{{.*}}, %[[INV]] : vector<8xf32>
 // CHECK: scf.forall.in_parallel

@@ -512,7 +512,56 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
                 if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
     interpreter.apply_named_sequence(func_op.operation, main, schedule)
     _strip(func_op.operation)
+    hoist_loop_invariants(func_op)
     return True
+
+
+# Value ops (no memory effects on tensors) that may leave a loop when their operands do.
+_HOISTABLE = ("arith.", "math.", "vector.broadcast", "tensor.extract")
+
+
+def hoist_loop_invariants(func_op) -> int:
+    """Move loop-invariant value computations out of scf.for loops (innermost first): a row
+    value broadcast and everything computed from it alone (`rsqrt(mean + eps)` of a norm)
+    runs once per loop instead of once per vector. On tensors, before bufferization, these
+    ops read no memory LLVM would have to prove unaliased. Returns how many ops moved."""
+    loops = []
+
+    def visit(op):
+        if op.name == "scf.for":
+            loops.append(op)
+        return ir.WalkResult.ADVANCE
+    func_op.operation.walk(visit)   # post-order: inner loops first
+    moved = 0
+    for loop in loops:
+        loop = loop.operation
+        body = loop.regions[0].blocks[0]
+        changed = True
+        while changed:
+            changed = False
+            for op in list(body.operations):
+                op = op.operation
+                if not op.name.startswith(_HOISTABLE) or len(op.regions) or op.name == "tensor.extract_slice":
+                    continue
+                if any(_defined_inside(v, loop) for v in op.operands):
+                    continue
+                op.move_before(loop)
+                moved += 1
+                changed = True
+    return moved
+
+
+def _defined_inside(v: ir.Value, loop) -> bool:
+    """Whether `v` is defined in `loop`'s body (at any depth)."""
+    owner = v.owner
+    op = owner.owner if isinstance(owner, ir.Block) else owner
+    op = op.operation if op is not None and hasattr(op, "operation") else op
+    while op is not None:
+        if op == loop:
+            return True
+        parent = op.parent
+        op = parent.operation if parent is not None and hasattr(parent, "operation") else parent
+    return False
 
 
 def _resolve_dynamic_dims(func_op) -> None:
