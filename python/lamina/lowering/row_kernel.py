@@ -311,7 +311,7 @@ def _offset_row_indices(op, ivs: list[ir.Value], k: int) -> None:
 
 
 def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value],
-               dest_ivs: list[ir.Value] | None = None) -> list[ir.Value]:
+               dest_ivs: list[ir.Value] | None = None, temps_at: ir.InsertionPoint | None = None) -> list[ir.Value]:
     """Clone the row ops for row `ivs`; returns the row slice of each stored value.
     `dests`: the output tensors the stored values are inserted into (their row slices become
     the stored ops' inits, so the ops write the output rows in place), at row `dest_ivs`
@@ -336,8 +336,14 @@ def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value],
             old_shape = list(ir.RankedTensorType(op.results[0].type).shape)
             sizes = list(op.operands)
             dyn_of = {j: sizes.pop(0) for j, d in enumerate(old_shape) if d == T.DYNAMIC}
-            env[op.results[0]] = tensor.empty([dyn_of[j] if d == T.DYNAMIC else d for j, d in enumerate(rt.shape)],
-                                              rt.element_type)
+            shape = [dyn_of[j] if d == T.DYNAMIC else d for j, d in enumerate(rt.shape)]
+            # A row temporary of dynamic size is made once per chunk (`temps_at`), not per
+            # row: it would be a heap allocation per row (only static ones go on the stack).
+            if temps_at is not None and any(not isinstance(x, int) for x in shape):
+                with temps_at:
+                    env[op.results[0]] = tensor.empty(shape, rt.element_type)
+            else:
+                env[op.results[0]] = tensor.empty(shape, rt.element_type)
             continue
         # The row operands first (their slices must dominate the clone).
         replace: dict[int, ir.Value] = {}
@@ -463,16 +469,20 @@ def _chunked_rows(plan: _Plan, inits: list[ir.Value], row_sizes: list[ir.Value])
         chunk_outs = [_chunk_slice(o, lo, count) for o in outs]
         ivs: list[ir.Value] = []
         bodies: list[ir.Block] = []
+        outermost: list = []   # the chunk's first row loop: row temporaries go before it
 
         def build(d: int, carried: list[ir.Value]):
             inner = scf.ForOp(_idx(0), count if d == 0 else row_sizes[d], _idx(1), carried)
+            if d == 0:
+                outermost.append(inner)
             with ir.InsertionPoint(inner.body):
                 ivs.append(inner.induction_variable)
                 inner_carried = list(inner.inner_iter_args)
                 if d == k - 1:
                     bodies.append(inner.body)
                     global_ivs = [arith.addi(ivs[0], lo)] + ivs[1:]
-                    row_vals = _emit_rows(plan, global_ivs, inner_carried, dest_ivs=list(ivs))
+                    row_vals = _emit_rows(plan, global_ivs, inner_carried, dest_ivs=list(ivs),
+                                          temps_at=ir.InsertionPoint(outermost[0].operation))
                     scf.YieldOp([_insert_row(rv, o, list(ivs), k) for rv, o in zip(row_vals, inner_carried)])
                 else:
                     scf.YieldOp(list(build(d + 1, inner_carried).results))
