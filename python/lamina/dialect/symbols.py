@@ -149,10 +149,6 @@ def product(dims) -> int | str:
     return out
 
 
-def is_symbolic(dim) -> bool:
-    return isinstance(dim, str)
-
-
 # ---- types -------------------------------------------------------------------------------------
 
 def encoding(dims) -> ir.Attribute | None:
@@ -328,8 +324,3 @@ def materialize(dim, values: dict[str, ir.Value]) -> ir.Value:
 def python_expr(dim) -> str:
     """Python source computing a dim from variables named after its symbols."""
     return str(dim) if isinstance(dim, int) else f"({dim})"
-
-
-__all__ = ["SYMBOL_ATTR", "UNKNOWN", "SymbolError", "free_symbols", "evaluate", "from_sympy", "dim_of",
-           "simplify", "combine", "product", "is_symbolic", "encoding", "dims_of", "type_symbols", "strip",
-           "strip_function", "symbol_args", "materialize", "python_expr"]

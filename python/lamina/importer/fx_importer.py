@@ -156,6 +156,10 @@ FLOAT_SIZE_NODES = {torch.sym_float, operator.truediv, operator.pow} | (
     {torch._sym_sqrt} if hasattr(torch, "_sym_sqrt") else set())
 
 
+# The SymFloat arithmetic scalar_value computes (on rank-0 f64 tensors).
+_FLOAT_OPS = FLOAT_SIZE_NODES | {operator.mul, operator.add, operator.sub, operator.neg}
+
+
 @dataclass(frozen=True)
 class SymbolicSize:
     """What the importer maps a size node (a SymInt) to: its expression; no IR value."""
@@ -212,7 +216,7 @@ def _scalar_reason(node: torch.fx.Node) -> str | None:
         return "result has a data-dependent size or value (it is known only after the op runs)"
     if isinstance(val, (int, torch.SymInt)) and (node.op == "placeholder" or node.target in SIZE_NODES):
         return None  # any expression of symbols: materialized from them
-    if isinstance(val, (float, torch.SymFloat)) and node.target in FLOAT_SIZE_NODES | SIZE_NODES:
+    if isinstance(val, (float, torch.SymFloat)) and node.target in _FLOAT_OPS:
         for a in node.args:
             if isinstance(a, torch.fx.Node) and _scalar_reason(a) is not None:
                 return _scalar_reason(a)
