@@ -518,6 +518,10 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
 
 # Value ops (no memory effects on tensors) that may leave a loop when their operands do.
 _HOISTABLE = ("arith.", "math.", "vector.broadcast", "tensor.extract")
+# ... except integer divisions: hoisted out of a loop that runs no iteration, a zero divisor
+# the loop would never have used traps.
+_NOT_SPECULATABLE = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
+                     "arith.ceildivsi", "arith.ceildivui")
 
 
 def hoist_loop_invariants(func_op) -> int:
@@ -541,14 +545,32 @@ def hoist_loop_invariants(func_op) -> int:
             changed = False
             for op in list(body.operations):
                 op = op.operation
-                if not op.name.startswith(_HOISTABLE) or len(op.regions) or op.name == "tensor.extract_slice":
+                if not op.name.startswith(_HOISTABLE) or len(op.regions) or op.name == "tensor.extract_slice" \
+                        or op.name in _NOT_SPECULATABLE:
                     continue
                 if any(_defined_inside(v, loop) for v in op.operands):
                     continue
+                if op.name == "tensor.extract" and not _in_bounds_extract(op):
+                    continue   # a load the loop might never have made
                 op.move_before(loop)
                 moved += 1
                 changed = True
     return moved
+
+
+def _in_bounds_extract(op) -> bool:
+    """tensor.extract at constant indices inside a static, non-empty tensor: safe to run
+    even where the loop it came from would run no iteration."""
+    t = op.operands[0].type
+    if not isinstance(t, ir.RankedTensorType) or not t.has_static_shape or 0 in t.shape:
+        return False
+    for v, size in zip(list(op.operands)[1:], t.shape):
+        owner = v.owner
+        if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+            return False
+        if not 0 <= ir.IntegerAttr(owner.attributes["value"]).value < size:
+            return False
+    return True
 
 
 def _defined_inside(v: ir.Value, loop) -> bool:
