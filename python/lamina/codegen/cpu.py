@@ -342,8 +342,8 @@ class KernelLauncher:
         self.local = threading.local()
 
     def _state(self, args, arena_bytes: int = 0):
-        descs = [ctypes.c_int64(int(a)) if is_index else descriptor(a)
-                 for a, is_index in zip(args, self.index_args + [False] * (len(args) - len(self.index_args)))]
+        is_index = self.index_args + [False] * (len(args) - len(self.index_args))
+        descs = [ctypes.c_int64(int(a)) if i else descriptor(a) for a, i in zip(args, is_index)]
         if self.has_arena:
             descs.append(descriptor(self._new_arena(self.arena_bytes if self.arena_bytes is not None else arena_bytes)))
         # The packed C interface takes void** pointing at each argument: a pointer to a
@@ -351,8 +351,7 @@ class KernelLauncher:
         ptrs = [d if isinstance(d, ctypes.c_int64) else ctypes.pointer(d) for d in descs]
         packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
         # the shapes the descriptors hold (a generated call skips rewriting unchanged ones)
-        shapes = [None if is_index else tuple(a.shape) for a, is_index in
-                  zip(args, self.index_args + [False] * (len(args) - len(self.index_args)))]
+        shapes = [None if i else tuple(a.shape) for a, i in zip(args, is_index)]
         state = (descs, ptrs, packed, shapes)
         self.local.state = state
         return state

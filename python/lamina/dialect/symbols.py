@@ -56,49 +56,49 @@ def free_symbols(expr: str) -> set[str]:
     return {n.id for n in ast.walk(_parse(expr)) if isinstance(n, ast.Name) and id(n) not in calls}
 
 
+_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+def _interpret(expr: str, const, name, binary, neg, minmax):
+    """Fold an expression bottom-up in some algebra: Python ints, sympy, arith ops.
+    const(int), name(symbol), binary(op, a, b) with op in + - * // %, neg(a),
+    minmax("max" | "min", [args])."""
+    def go(n):
+        if isinstance(n, ast.Constant):
+            return const(n.value)
+        if isinstance(n, ast.Name):
+            return name(n.id)
+        if isinstance(n, ast.UnaryOp):
+            return neg(go(n.operand))
+        if isinstance(n, ast.Call):
+            return minmax(n.func.id, [go(a) for a in n.args])
+        return binary(_BINARY[type(n.op)], go(n.left), go(n.right))
+    return go(_parse(expr))
+
+
+_PY_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "//": lambda a, b: a // b, "%": lambda a, b: a % b}
+
+
 def evaluate(expr: str, env: dict) -> int:
     """The value of an expression for symbol values `env` (Python ints)."""
-    def ev(n):
-        if isinstance(n, ast.Constant):
-            return n.value
-        if isinstance(n, ast.Name):
-            try:
-                return env[n.id]
-            except KeyError:
-                raise SymbolError(f"no value for symbol {n.id}") from None
-        if isinstance(n, ast.UnaryOp):
-            return -ev(n.operand)
-        if isinstance(n, ast.Call):
-            return (max if n.func.id == "max" else min)(*[ev(a) for a in n.args])
-        a, b = ev(n.left), ev(n.right)
-        if isinstance(n.op, ast.FloorDiv):
-            return a // b
-        if isinstance(n.op, ast.Mod):
-            return a % b
-        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(n.op)]
-    return ev(_parse(expr))
+    def name(n):
+        try:
+            return env[n]
+        except KeyError:
+            raise SymbolError(f"no value for symbol {n}") from None
+    return _interpret(expr, int, name, lambda op, a, b: _PY_OPS[op](a, b), lambda a: -a,
+                      lambda f, args: (max if f == "max" else min)(*args))
 
 
 def _to_sympy(expr: str):
     import sympy
     from torch.utils._sympy.functions import FloorDiv, PythonMod
 
-    def sy(n):
-        if isinstance(n, ast.Constant):
-            return sympy.Integer(n.value)
-        if isinstance(n, ast.Name):
-            return sympy.Symbol(n.id, integer=True, positive=True)
-        if isinstance(n, ast.UnaryOp):
-            return -sy(n.operand)
-        if isinstance(n, ast.Call):
-            return (sympy.Max if n.func.id == "max" else sympy.Min)(*[sy(a) for a in n.args])
-        a, b = sy(n.left), sy(n.right)
-        if isinstance(n.op, ast.FloorDiv):
-            return FloorDiv(a, b)
-        if isinstance(n.op, ast.Mod):
-            return PythonMod(a, b)
-        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(n.op)]
-    return sy(_parse(expr))
+    def binary(op, a, b):
+        return FloorDiv(a, b) if op == "//" else PythonMod(a, b) if op == "%" else _PY_OPS[op](a, b)
+    return _interpret(expr, sympy.Integer, lambda n: sympy.Symbol(n, integer=True, positive=True), binary,
+                      lambda a: -a, lambda f, args: (sympy.Max if f == "max" else sympy.Min)(*args))
 
 
 def from_sympy(e) -> int | str:
@@ -288,37 +288,27 @@ def materialize(dim, values: dict[str, ir.Value]) -> ir.Value:
     def const(v):
         return arith.constant(index, ir.IntegerAttr.get(index, v))
 
-    def em(n):
-        if isinstance(n, ast.Constant):
-            return const(n.value)
-        if isinstance(n, ast.Name):
-            try:
-                return values[n.id]
-            except KeyError:
-                raise SymbolError(f"no value for symbol {n.id} here (have {sorted(values)})") from None
-        if isinstance(n, ast.UnaryOp):
-            return arith.subi(const(0), em(n.operand))
-        if isinstance(n, ast.Call):
-            args = [em(a) for a in n.args]
-            out = args[0]
-            for a in args[1:]:
-                out = arith.maxsi(out, a) if n.func.id == "max" else arith.minsi(out, a)
-            return out
-        a, b = em(n.left), em(n.right)
-        if isinstance(n.op, ast.Add):
-            return arith.addi(a, b)
-        if isinstance(n.op, ast.Sub):
-            return arith.subi(a, b)
-        if isinstance(n.op, ast.Mult):
-            return arith.muli(a, b)
-        if isinstance(n.op, ast.FloorDiv):
-            return arith.floordivsi(a, b)
-        return arith.remsi(arith.addi(arith.remsi(a, b), b), b)  # Python's % (sign of b)
+    def name(n):
+        try:
+            return values[n]
+        except KeyError:
+            raise SymbolError(f"no value for symbol {n} here (have {sorted(values)})") from None
+
+    def binary(op, a, b):
+        if op == "%":   # Python's % (the sign of b)
+            return arith.remsi(arith.addi(arith.remsi(a, b), b), b)
+        return {"+": arith.addi, "-": arith.subi, "*": arith.muli, "//": arith.floordivsi}[op](a, b)
+
+    def minmax(f, args):
+        out = args[0]
+        for a in args[1:]:
+            out = arith.maxsi(out, a) if f == "max" else arith.minsi(out, a)
+        return out
     if isinstance(dim, int):
         return const(dim)
     if dim == UNKNOWN:
         raise SymbolError("a dynamic size with no expression cannot be materialized")
-    return em(_parse(dim))
+    return _interpret(dim, const, name, binary, lambda a: arith.subi(const(0), a), minmax)
 
 
 def python_expr(dim) -> str:

@@ -872,16 +872,9 @@ def _lower_reshape(op: ir.Operation) -> ir.Value:
     si, so = _shape(x), T.shape_of(rt)
     if None in si or None in so:
         return _lower_symbolic_reshape(x, rt)
-    if si == so:
-        return x if x.type == rt else _wrap(tensor.cast(_st_type(rt), _st(x)), rt)
-    if len(so) < len(si):
-        groups = _reassociation(si, so)
-        if groups is not None:
-            return _wrap(tensor.collapse_shape(_st_type(rt), _st(x), _reassoc_attr(groups)), rt)
-    elif len(so) > len(si):
-        groups = _reassociation(so, si)
-        if groups is not None:
-            return _expand(x, rt, groups, so)
+    grouped = _reshape_by_groups(x, rt, si, so, lambda: so)
+    if grouped is not None:
+        return grouped
     if not so or not si:
         # To or from rank 0 (all sizes 1): collapse / expand with no groups.
         if not so:
@@ -893,14 +886,10 @@ def _lower_reshape(op: ir.Operation) -> ir.Value:
     return _wrap(tensor.reshape(_st_type(rt), _st(x), shape), rt)
 
 
-def _lower_symbolic_reshape(x: ir.Value, rt: ir.RankedTensorType) -> ir.Value:
-    """A reshape with symbolic sizes: collapse_shape / expand_shape when the dims group
-    (symbolic products compared as expressions), else through a rank-1 collapse."""
-    si, so = _current["operand_dims"], _current["dims"]
-    if si is None or so is None:
-        raise NotImplementedError(f"lamina-to-linalg: reshape with unknown dynamic dims -> {rt}")
-    def sizes():
-        return [s if isinstance(s, int) else _result_size(rt, i) for i, s in enumerate(so)]
+def _reshape_by_groups(x: ir.Value, rt: ir.RankedTensorType, si: list, so: list, sizes) -> ir.Value | None:
+    """The reshape as a cast, a collapse_shape or an expand_shape when the dims (ints or
+    expressions) group; None otherwise. `sizes()`: the result's sizes (ints or Values) for
+    an expand."""
     if si == so:
         return x if x.type == rt else _wrap(tensor.cast(_st_type(rt), _st(x)), rt)
     if len(so) < len(si):
@@ -912,6 +901,21 @@ def _lower_symbolic_reshape(x: ir.Value, rt: ir.RankedTensorType) -> ir.Value:
         # expand-strided-metadata asserts on a group with two dynamic sizes
         if groups is not None and all(sum(isinstance(so[d], str) for d in g) <= 1 for g in groups):
             return _expand(x, rt, groups, sizes())
+    return None
+
+
+def _lower_symbolic_reshape(x: ir.Value, rt: ir.RankedTensorType) -> ir.Value:
+    """A reshape with symbolic sizes: collapse_shape / expand_shape when the dims group
+    (symbolic products compared as expressions), else tensor.reshape to the sizes computed
+    from the symbols."""
+    si, so = _current["operand_dims"], _current["dims"]
+    if si is None or so is None:
+        raise NotImplementedError(f"lamina-to-linalg: reshape with unknown dynamic dims -> {rt}")
+    def sizes():
+        return [s if isinstance(s, int) else _result_size(rt, i) for i, s in enumerate(so)]
+    grouped = _reshape_by_groups(x, rt, si, so, sizes)
+    if grouped is not None:
+        return grouped
     # Any other reshape: tensor.reshape to a shape tensor (memref.reshape after bufferization).
     i64 = ir.IntegerType.get_signless(64)
     shape = tensor.from_elements(ir.RankedTensorType.get([len(so)], i64),
