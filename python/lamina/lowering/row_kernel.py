@@ -44,7 +44,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, tensor
 
 from ..dialect import types as T
-from .tile_pointwise import GRAIN, threads
+from .tile_pointwise import GRAIN, chunk_size, threads
 
 ROW_DIMS = "lamina.row_dims"
 _OUTSIDE = ("arith.constant", "bufferization.to_tensor")
@@ -113,16 +113,17 @@ def _row_shape(ops, k: int) -> tuple[list[int], ir.Value | None] | None:
             shape = _shape(v)
             pos = _row_positions(m, k)
             if shape is not None and pos is not None and _is_standard_row(pos, k):
-                if not _dynamic(shape[:k]):
+                if not _dynamic(shape):
                     return shape[:k], None
-                # dynamic: the same sizes, read at run time off a kernel input in row form
+                # dynamic rows or row length: the same sizes, read at run time off a kernel
+                # input in row form (then rows run in chunks, row temporaries made per chunk)
                 for g in generics:
                     for u, mu in zip(list(g.operands), _maps(g)):
                         su, pu = _shape(u), _row_positions(mu, k)
                         if _outside(u) and su is not None and pu is not None and _is_standard_row(pu, k) \
                                 and su[:k] == shape[:k]:
                             return shape[:k], u
-                return None
+                return None if _dynamic(shape[:k]) else (shape[:k], None)
     return None
 
 
@@ -416,7 +417,8 @@ def apply(func_op, plan: _Plan) -> ir.Block:
             inits = [_empty_like(v, _sizes_of(v, row_sizes, k)) for v in plan.stored]
             results, body = _chunked_rows(plan, inits, row_sizes)
         elif _parallel(plan):
-            inits = [_empty_like(v, []) for v in plan.stored]
+            # static rows; a row of symbolic length still sizes its outputs at run time
+            inits = [_empty_like(v, _sizes_of(v, [_idx(r) for r in rows], k)) for v in plan.stored]
             loop = scf.ForallOp([0] * k, list(rows), [1] * k, inits)
             with ir.InsertionPoint(loop.body):
                 ivs = list(loop.induction_variables)
@@ -428,7 +430,7 @@ def apply(func_op, plan: _Plan) -> ir.Block:
                         _insert_row(rv, o, list(ivs), k, parallel=True)
             results, body = list(loop.results), loop.body
         else:
-            inits = [_empty_like(v, []) for v in plan.stored]
+            inits = [_empty_like(v, _sizes_of(v, [_idx(r) for r in rows], k)) for v in plan.stored]
             results, body = _serial_loops(plan, inits)
     for v, r in zip(plan.stored, results):
         uses = [u for u in v.uses if u.owner.name in _EXITS or u.owner in plan.post_ops]
@@ -454,10 +456,7 @@ def _chunked_rows(plan: _Plan, inits: list[ir.Value], row_sizes: list[ir.Value])
     for j in range(1, len(shape)):
         d = row_sizes[j] if j < k else (tensor.dim(plan.source, _idx(j)) if shape[j] == T.DYNAMIC else _idx(shape[j]))
         per_index = arith.muli(per_index, d)
-    # chunks of GRAIN / threads elements: a call of at least GRAIN elements has a chunk per
-    # thread and forks, as the static schedule does, a smaller one runs on one thread
-    chunk_work = max(1, GRAIN // max(1, threads()))
-    chunk = arith.maxsi(_idx(1), arith.ceildivsi(_idx(chunk_work), arith.maxsi(per_index, _idx(1))))
+    chunk = chunk_size(per_index)
     n_chunks = arith.ceildivsi(row_sizes[0], chunk)
     loop = scf.ForallOp([_idx(0)], [n_chunks], [_idx(1)], inits)
     with ir.InsertionPoint(loop.body):

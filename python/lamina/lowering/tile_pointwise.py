@@ -18,7 +18,10 @@ tile with its vector sizes. A reduction generic gets only `lamina.tile_sizes`: p
 over its outermost parallel loop above the grain (each thread reduces whole rows); its inner
 loops stay scalar (lamina's compensated sums are not linalg reductions the vectorizer knows).
 Attributes already on an op win (set them in the IR and replay lamina-tile-cpu to override);
-data movement (transpose, copies, gathers) stays untiled for now.
+transposes get parallel tiles and, when they swap the last two dims, 8x8 vector tiles (of
+symbolic size too: `lamina.tile_sizes = array<i64: -1, 0, ...>` splits dim 0 into chunks of
+about GRAIN / threads elements computed at run time, by the index op marked
+`lamina.chunk_of`); other data movement (copies, gathers) stays untiled for now.
 """
 from __future__ import annotations
 
@@ -27,12 +30,15 @@ import math
 import os
 
 from mlir import ir
+from mlir.dialects import arith, tensor
 
 from ..codegen.blas import is_library
 
 TILE_SIZES = "lamina.tile_sizes"
 VECTOR_SIZES = "lamina.vector_sizes"
 TILE_ID = "lamina.tile_id"
+RUNTIME_CHUNK = -1   # in lamina.tile_sizes: a chunk of that dim sized at run time (dynamic shapes)
+CHUNK_OF = "lamina.chunk_of"   # marks the index op computing the run-time chunk of a tiled op
 
 GRAIN = 1 << 15          # elements per op below which one thread runs it (fork ~5-10 us)
 POINTWISE_ID_BASE = 2000000   # tile ids of pointwise roots (contractions use 0.., 1000000..)
@@ -138,6 +144,32 @@ def reduction_sizes(sizes: list[int], kinds: list[str]) -> list[int]:
     return outer
 
 
+def chunk_size(per_index: ir.Value) -> ir.Value:
+    """Indices of a dim per parallel chunk when each index covers `per_index` elements
+    (known only at run time): about GRAIN / threads elements a chunk, at least one index. A
+    call of at least GRAIN elements then has a chunk per thread and forks, as the static
+    schedule does; a smaller one runs on one thread (gomp.py sizes the team)."""
+    idx = ir.IndexType.get()
+    one = arith.constant(idx, 1)
+    work = arith.constant(idx, max(1, GRAIN // max(1, threads())))
+    return arith.maxsi(one, arith.ceildivsi(work, arith.maxsi(per_index, one)))
+
+
+def _runtime_chunk(op, dim: int, tid: int) -> None:
+    """Before `op`, the index op computing the run-time chunk of its loop `dim` (from the
+    sizes of the loops after it), tagged for the schedule's tile_using_forall."""
+    out = op.operands[len(op.operands) - 1]
+    t = ir.RankedTensorType(out.type)
+    with ir.InsertionPoint(op), op.location:
+        idx = ir.IndexType.get()
+        per_index = arith.constant(idx, 1)
+        for j in range(dim + 1, t.rank):
+            d = tensor.dim(out, arith.constant(idx, j)) if t.is_dynamic_dim(j) else arith.constant(idx, t.get_dim_size(j))
+            per_index = arith.muli(per_index, d)
+        chunk = chunk_size(per_index)
+    chunk.owner.attributes[CHUNK_OF] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+
+
 TRANSPOSE_TILE = 8   # an 8x8 f32 block: 8 vector loads, an in-register transpose, 8 stores
 
 
@@ -151,7 +183,7 @@ def _transpose_tile(op, sizes: list[int]) -> list[int] | None:
     t = ir.RankedTensorType(op.results[0].type)
     if n < 2 or perm != list(range(n - 2)) + [n - 1, n - 2] or str(t.element_type) != "f32":
         return None
-    if sizes[-1] < TRANSPOSE_TILE or sizes[-2] < TRANSPOSE_TILE:
+    if 0 <= sizes[-1] < TRANSPOSE_TILE or 0 <= sizes[-2] < TRANSPOSE_TILE:   # -1: dynamic
         return None
     return [1] * (n - 2) + [TRANSPOSE_TILE, TRANSPOSE_TILE]
 
@@ -193,10 +225,18 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
                 items.append(dict(id=tid, outer=outer, inner=None))
             continue
         if op.operation.name == "linalg.transpose":
-            sizes = list(ir.RankedTensorType(op.results[0].type).shape)
-            if not ir.RankedTensorType(op.results[0].type).has_static_shape or 0 in sizes or not sizes:
+            rt = ir.RankedTensorType(op.results[0].type)
+            sizes = [-1 if rt.is_dynamic_dim(i) else rt.get_dim_size(i) for i in range(rt.rank)]
+            if 0 in sizes or not sizes:
                 continue
-            outer = _i64s(op.attributes[TILE_SIZES]) if TILE_SIZES in op.attributes else default_sizes(sizes)[0]
+            if TILE_SIZES in op.attributes:
+                outer = _i64s(op.attributes[TILE_SIZES])
+            elif -1 in sizes and threads() > 1 and len(sizes) > 1:
+                outer = [RUNTIME_CHUNK] + [0] * (len(sizes) - 1)   # dim 0 in chunks sized at run time
+            else:
+                outer = default_sizes(sizes)[0]
+            if len(outer) != len(sizes) or any(x < RUNTIME_CHUNK for x in outer) or outer.count(RUNTIME_CHUNK) > 1:
+                raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES} {outer} on a transpose of loops {sizes}")
             op.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get(outer)
             inner = _transpose_tile(op, sizes)
             if inner is not None:
@@ -206,6 +246,8 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
                 tid = POINTWISE_ID_BASE + next_id[0]
                 next_id[0] += 1
                 op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+                if RUNTIME_CHUNK in outer:
+                    _runtime_chunk(op, outer.index(RUNTIME_CHUNK), tid)
                 items.append(dict(id=tid, outer=outer, inner=inner, peel_all=True))
             continue
         sizes = _all_parallel_identity(op)
@@ -270,7 +312,12 @@ def build_pointwise_schedule(items: list[dict]) -> str:
         t = it["id"]
         body.append(f'%r{t} = transform.structured.match attributes{{{TILE_ID} = {t} : i64}} in %f : ({A}) -> {A}')
         root = f"%r{t}"
-        if any(it["outer"]):
+        if RUNTIME_CHUNK in it["outer"]:
+            body.append(f'%c{t} = transform.structured.match attributes{{{CHUNK_OF} = {t} : i64}} in %f : ({A}) -> {A}')
+            sizes = ", ".join(f"%c{t}" if x == RUNTIME_CHUNK else str(x) for x in it["outer"])
+            body.append(f'%t{t}, %fa{t} = transform.structured.tile_using_forall {root} tile_sizes [{sizes}] : ({A}, {A}) -> ({A}, {A})')
+            root = f"%t{t}"
+        elif any(it["outer"]):
             body.append(f'%t{t}, %fa{t} = transform.structured.tile_using_forall {root} tile_sizes {_arr(it["outer"])} : ({A}) -> ({A}, {A})')
             root = f"%t{t}"
         if it["inner"] is None:

@@ -73,3 +73,49 @@ def test_training_with_a_smaller_last_batch():
     kinds = [(r["graph"].rsplit("_", 1)[1], r["dynamic"]) for r in records]
     # static forward+backward for 8, then one symbolic pair for 6 and 5
     assert kinds == [("forward", False), ("backward", False), ("forward", True), ("backward", True)], kinds
+
+
+def _marked(t, dims):
+    t = t.clone()
+    for d in dims:
+        torch._dynamo.mark_dynamic(t, d)
+    return t
+
+
+def test_symbolic_row_length_with_static_rows():
+    """Only the reduced dim symbolic (mark_dynamic on the last dim): the rows are static, the
+    row temporaries and the outputs are sized at run time."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+
+    def norms(x, w):
+        return torch.softmax(x * 2, -1), torch.nn.functional.layer_norm(x, x.shape[-1:]) * w.sum()
+
+    compiled = torch.compile(norms, backend="lamina", options={"strict": True})
+    before = len(lamina.backend.reports())
+    for n in (37, 256, 3, 1000):
+        x, w = _marked(torch.randn(6, 5, n), [2]), torch.randn(4)
+        for got, want in zip(compiled(x, w), norms(x, w)):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    records = _records_since(before)
+    _assert_no_fallback(records)
+    assert records[0]["dynamic"] and len(records) == 1, records
+
+
+def test_symbolic_transposes_have_masked_remainders():
+    """Transposes of symbolic size run in run-time chunks of 8x8 vector tiles: sizes that are
+    not multiples of 8, below 8, and large enough to fork all match eager."""
+    torch._dynamo.reset()
+
+    def transposes(x):
+        return x.transpose(-2, -1).contiguous() + 1, x.permute(2, 0, 1).contiguous()
+
+    compiled = torch.compile(transposes, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for shape in ((2, 13, 21), (3, 8, 8), (1, 5, 3), (4, 64, 257), (2, 300, 130)):
+        x = torch.randn(*shape)
+        for got, want in zip(compiled(x), transposes(x)):
+            torch.testing.assert_close(got, want)
+    records = _records_since(before)
+    _assert_no_fallback(records)
+    assert records[0]["dynamic"], records
