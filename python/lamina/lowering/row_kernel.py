@@ -41,7 +41,7 @@ import math
 import re
 
 from mlir import ir
-from mlir.dialects import arith, scf, tensor
+from mlir.dialects import arith, bufferization, scf, tensor
 
 from ..dialect import types as T
 from .tile_pointwise import GRAIN, chunk_size, threads
@@ -322,8 +322,17 @@ def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value],
     env: dict = {}
     slices: dict = {}
     stored_dest = dict(zip(plan.stored, dests))
+    chunk_temps: dict = {}   # dynamic row temporary -> (shape, element type), made per use
 
     def row_of(v, pos=None):
+        if v in chunk_temps:
+            # A temporary per op that writes it: two row ops sharing one would make
+            # bufferization copy the first one's row into a fresh heap buffer for every row.
+            # (bufferization.alloc_tensor: CSE would merge identical tensor.empty ops again)
+            shape, element_type = chunk_temps[v]
+            rt = ir.RankedTensorType.get([x if isinstance(x, int) else T.DYNAMIC for x in shape], element_type)
+            with temps_at:
+                return bufferization.alloc_tensor(rt, [x for x in shape if not isinstance(x, int)])
         if v in env:
             return env[v]
         key = (v, None if pos is None else tuple(pos))
@@ -341,8 +350,7 @@ def _emit_rows(plan: _Plan, ivs: list[ir.Value], dests: list[ir.Value],
             # A row temporary of dynamic size is made once per chunk (`temps_at`), not per
             # row: it would be a heap allocation per row (only static ones go on the stack).
             if temps_at is not None and any(not isinstance(x, int) for x in shape):
-                with temps_at:
-                    env[op.results[0]] = tensor.empty(shape, rt.element_type)
+                chunk_temps[op.results[0]] = (shape, rt.element_type)
             else:
                 env[op.results[0]] = tensor.empty(shape, rt.element_type)
             continue
