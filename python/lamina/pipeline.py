@@ -129,6 +129,10 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileR
         stage("schedule", lambda: tgt.schedule(module))
     stage("target", lambda: tgt.lower(module))
     library = stage("load", lambda: tgt.load(module))
-    result.compiled = CompiledGraph(plan, library, device=tgt.device)
+    if dump_dir and getattr(library, "sources", None):
+        for kernel, text in library.sources.items():
+            (Path(dump_dir) / f"{graph_name}.{kernel}.{tgt.name}.py").write_text(text)
+    runner = getattr(tgt, "runner", None)
+    result.compiled = runner(plan, library) if runner else CompiledGraph(plan, library, device=tgt.device)
     result.compiled.launch_plan_text = plan.describe()
     return result

@@ -13,6 +13,7 @@ Every graph leaves one report record (backend/report.py).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import operator
 import time
@@ -22,7 +23,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from .. import dialect
-from ..codegen.target import supported_devices, target_devices
+from ..codegen.target import supported_devices, target_devices, target_for_devices
 from ..importer import LaminaOperatorSupport, import_graph, source_line, unsupported_nodes
 from ..pipeline import compile_module
 from . import report
@@ -182,10 +183,16 @@ def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     return result.compiled.structured_call(single, result_of_output), result
 
 
+def _input_devices(example_inputs) -> set[str]:
+    return {x.device.type for x in example_inputs or () if isinstance(x, torch.Tensor)}
+
+
 def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str = "forward"):
     """A callable equivalent to `gm` (args -> outputs), with as much of it compiled as possible."""
     t0 = time.perf_counter()
     name = f"graph_{next(_graph_ids)}_{kind}"
+    if options.target is None:   # the target of the device the inputs live on
+        options = dataclasses.replace(options, target=target_for_devices(_input_devices(example_inputs)))
     all_ops = _aten_nodes(gm)
     entry = {"graph": name, "target": options.target, "ops_total": len(all_ops), "ops_compiled": 0,
              "fallback_ops": [], "kernels": 0, "compile_s": 0.0, "partitions": 0}

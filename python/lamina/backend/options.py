@@ -1,7 +1,8 @@
 """Backend options: `torch.compile(..., options={...})` merged over environment variables.
 
     strict   (LAMINA_STRICT=1)        unsupported ops / failed compiles raise instead of falling back
-    target   (LAMINA_TARGET, "cpu")   code generator (lamina.codegen.target)
+    target   (LAMINA_TARGET)          code generator (lamina.codegen.target): "cpu", "cuda"; default:
+                                      the target of the device the graph's inputs live on
     report   (LAMINA_REPORT=<file>)   append one JSON line per compiled graph
     dump_ir  (LAMINA_DUMP_IR=<dir>)   write the IR after every stage
 """
@@ -18,14 +19,14 @@ def _env_flag(name: str) -> bool:
 @dataclass
 class Options:
     strict: bool = False
-    target: str = "cpu"
+    target: str | None = None
     report: str | None = None
     dump_ir: str | None = None
 
     @classmethod
     def resolve(cls, options: dict | None) -> "Options":
         opts = cls(strict=_env_flag("LAMINA_STRICT"),
-                   target=os.environ.get("LAMINA_TARGET", "cpu"),
+                   target=os.environ.get("LAMINA_TARGET") or None,
                    report=os.environ.get("LAMINA_REPORT") or None,
                    dump_ir=os.environ.get("LAMINA_DUMP_IR") or None)
         known = {f.name for f in fields(cls)}

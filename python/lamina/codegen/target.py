@@ -2,8 +2,10 @@
 
 A target turns a module of lowered kernels (lamina-kernel-abi form: destination-passing
 functions on tensors-as-memrefs, `lamina.kernel` attribute) into a KernelLibrary that
-launches kernels on torch tensors. The CPU target is codegen/cpu.py; GPU targets
-(Triton, gpu->NVVM) plug in here with the same interface.
+launches kernels on torch tensors. The CPU target is codegen/cpu.py, the cuda target
+(Triton) codegen/cuda/; each registers itself with `register_target` when its module is
+imported (BUILTIN_TARGET_MODULES, or a `lamina.targets` entry point): this file names no
+target's code.
 """
 from __future__ import annotations
 
@@ -31,6 +33,10 @@ class Target(Protocol):
     def load(self, module: ir.Module) -> KernelLibrary:
         """Compile the lowered module into launchable kernels."""
 
+    def runner(self, plan, library):
+        """Optional: the callable graph over `library` (default: runtime.CompiledGraph, which
+        calls the library's native graph entry)."""
+
 
 _TARGETS: dict[str, type] = {}
 
@@ -42,8 +48,34 @@ def register_target(name: str):
     return register
 
 
+# Modules that register lamina's own targets; other packages add theirs through the
+# `lamina.targets` entry point group (each entry names a module to import).
+BUILTIN_TARGET_MODULES = ("lamina.codegen.cpu", "lamina.codegen.cuda")
+_loaded = False
+
+
 def _load_targets() -> None:
-    from . import cpu  # noqa: F401  (registers "cpu")
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+    from importlib.metadata import entry_points
+
+    for name in BUILTIN_TARGET_MODULES:
+        importlib.import_module(name)
+    for ep in entry_points(group="lamina.targets"):
+        importlib.import_module(ep.value.split(":")[0])
+
+
+def target_for_devices(device_types) -> str:
+    """The default target for a graph whose tensors live on `device_types` (torch device
+    types): the first registered target whose `device` is one of them, else "cpu"."""
+    _load_targets()
+    for name, cls in _TARGETS.items():
+        if cls.device in device_types and cls.device != "cpu":
+            return name
+    return "cpu"
 
 
 def target_devices(name: str) -> tuple[str, ...]:
@@ -57,7 +89,7 @@ def target_devices(name: str) -> tuple[str, ...]:
 
 
 def supported_devices() -> tuple[str, ...]:
-    """Device types some registered target runs on (today: cpu)."""
+    """Device types some registered target runs on."""
     _load_targets()
     return tuple(sorted({d for name in _TARGETS for d in target_devices(name)}))
 

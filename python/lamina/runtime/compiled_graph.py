@@ -170,10 +170,13 @@ class CompiledGraph:
         fn.compiled_graph = self
         return fn
 
+    def _namespace(self) -> dict:
+        return {"_empty": _empty_function(self.device), "_launch": self._launch, "_fn": self._launch.fn,
+                "_local": self._launch.local,
+                "_dtypes": [T.name_to_torch_dtype(dt) for _, dt in self.plan.outputs], "_graph": self}
+
     def _define(self, source: str):
-        namespace = {"_empty": _empty_function(self.device), "_launch": self._launch, "_fn": self._launch.fn,
-                     "_local": self._launch.local,
-                     "_dtypes": [T.name_to_torch_dtype(dt) for _, dt in self.plan.outputs], "_graph": self}
+        namespace = self._namespace()
         exec(compile(source, f"<lamina {self.plan.graph}>", "exec"), namespace)
         return namespace["call"]
 
@@ -190,16 +193,7 @@ class CompiledGraph:
         n_in, n_out = plan.num_inputs, len(plan.outputs)
         args = [f"a{i}" for i in range(n_in)]
         outs = [f"o{k}" for k in range(n_out)]
-        lines = [f"def call({', '.join(args)}):"]
-        for name, (i, d) in sorted(plan.symbol_sources.items()):
-            lines.append(f"    {name} = {'a%d' % i if d is None else 'a%d.shape[%d]' % (i, d)}")
-        for i, strided in enumerate(plan.strided_inputs):
-            if not strided and not plan.index_inputs[i]:  # the entry reads it as a contiguous memref
-                lines.append(f"    if not a{i}.is_contiguous():")
-                lines.append(f"        a{i} = a{i}.contiguous(); _graph.input_copies += 1")
-        for k, (shape, _) in enumerate(plan.outputs):
-            lines.append(f"    o{k} = _empty({_tuple_source(shape)}, {_tuple_source(_contiguous_strides(shape))}, "
-                         f"_dtypes[{k}], {self.device!r})")
+        lines = self._prologue_lines()
         dynamic_arena = not isinstance(plan.arena_bytes, int)
         if dynamic_arena:
             lines.append(f"    nbytes = {S.python_expr(plan.arena_bytes)}")
@@ -228,6 +222,22 @@ class CompiledGraph:
         lines.append("        _fn(state[2])")
         lines.append(f"    return {returned}")
         return "\n".join(lines) + "\n"
+
+    def _prologue_lines(self) -> list[str]:
+        """`def call(a0, ...):`, the symbols read off the inputs, inputs the kernels take as
+        contiguous made so, and the outputs allocated at their (symbolic) shapes."""
+        plan = self.plan
+        lines = [f"def call({', '.join(f'a{i}' for i in range(plan.num_inputs))}):"]
+        for name, (i, d) in sorted(plan.symbol_sources.items()):
+            lines.append(f"    {name} = {'a%d' % i if d is None else 'a%d.shape[%d]' % (i, d)}")
+        for i, strided in enumerate(plan.strided_inputs):
+            if not strided and not plan.index_inputs[i]:  # the kernels read it as a contiguous memref
+                lines.append(f"    if not a{i}.is_contiguous():")
+                lines.append(f"        a{i} = a{i}.contiguous(); _graph.input_copies += 1")
+        for k, (shape, _) in enumerate(plan.outputs):
+            lines.append(f"    o{k} = _empty({_tuple_source(shape)}, {_tuple_source(_contiguous_strides(shape))}, "
+                         f"_dtypes[{k}], {self.device!r})")
+        return lines
 
     @property
     def num_kernels(self) -> int:

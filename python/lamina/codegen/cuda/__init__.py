@@ -1,0 +1,60 @@
+"""The cuda target: every fused kernel becomes Triton programs (triton_emit.py) launched on
+torch's current stream; contractions run on cuBLAS through torch.
+
+It plugs into the target registry (codegen/target.py) on its own: nothing in the CPU
+target refers to it. The stages up to lamina-kernel-abi are shared with the CPU target; from
+there `lower` runs lamina-to-triton (the Triton source of each kernel, kept on the kernel as
+`lamina.triton`, so the IR dump and `lamina-opt --print-triton` show it) and `load` imports
+that source and binds each kernel's `launch`. The graph itself runs as a straight-line
+Python function over the launch plan (runtime/plan_runner.py), its intermediates in one
+per-graph device buffer laid out by the memory plan.
+
+Without a GPU, TRITON_INTERPRET=1 runs the same kernels on CPU tensors (Triton's
+interpreter): that is how CI tests this target.
+"""
+from __future__ import annotations
+
+import os
+
+from ..target import register_target
+from . import triton_emit  # noqa: F401  (registers lamina-to-triton)
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "").strip() == "1"
+
+
+class _Devices:
+    """Torch device types the target runs on: CUDA, plus the CPU under Triton's interpreter."""
+
+    def __get__(self, obj, owner):
+        return ("cuda", "cpu") if interpreting() else ("cuda",)
+
+
+class _Device:
+    def __get__(self, obj, owner):
+        import torch
+
+        return "cuda" if torch.cuda.is_available() and not interpreting() else ("cpu" if interpreting() else "cuda")
+
+
+@register_target("cuda")
+class CudaTarget:
+    name = "cuda"
+    device = _Device()
+    devices = _Devices()
+
+    def lower(self, module, dump=None) -> None:
+        from ...transforms.registry import run_pass
+
+        run_pass("lamina-to-triton", module)
+
+    def load(self, module):
+        from .triton_library import TritonKernelLibrary
+
+        return TritonKernelLibrary(module, device=self.device)
+
+    def runner(self, plan, library):
+        from ...runtime.plan_runner import PlanRunner
+
+        return PlanRunner(plan, library, device=self.device)

@@ -1,0 +1,191 @@
+"""@triton.jit helpers the generated kernels call as `lh.<name>` (torch's semantics where
+Triton's built-ins differ: NaN-propagating max/min, C-style integer division, fmod).
+
+Written with tl primitives only, so they also run under TRITON_INTERPRET=1 (libdevice does
+not); tanh and friends use range-split formulas accurate to a few ulp in fp32.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def maximum(a, b):
+    """max that returns NaN when either side is NaN (torch.maximum, arith.maximumf)."""
+    return tl.where((a > b) | (a != a), a, tl.where(b != b, b, tl.maximum(a, b)))
+
+
+@triton.jit
+def minimum(a, b):
+    return tl.where((a < b) | (a != a), a, tl.where(b != b, b, tl.minimum(a, b)))
+
+
+@triton.jit
+def max_nan(x, axis):
+    return tl.reduce(x, axis, maximum)
+
+
+@triton.jit
+def min_nan(x, axis):
+    return tl.reduce(x, axis, minimum)
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def prod(x, axis):
+    return tl.reduce(x, axis, _mul)
+
+
+@triton.jit
+def div_trunc(a, b):
+    """Integer division rounding toward zero (arith.divsi)."""
+    q = a // b
+    r = a - q * b
+    # `//` truncates when compiled (C semantics) but may floor in the interpreter (numpy):
+    # a floored quotient leaves a remainder of b's sign when a and b differ in sign.
+    return tl.where((r != 0) & ((r < 0) == (b < 0)) & ((a < 0) != (b < 0)), q + 1, q)
+
+
+@triton.jit
+def rem_trunc(a, b):
+    return a - div_trunc(a, b) * b
+
+
+@triton.jit
+def div_floor(a, b):
+    q = div_trunc(a, b)
+    r = a - q * b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+
+
+@triton.jit
+def shr_logical(a, b):
+    return (a.to(tl.uint64, bitcast=True) >> b.to(tl.uint64)).to(tl.int64, bitcast=True)
+
+
+@triton.jit
+def fmod(a, b):
+    return a - trunc(a / b) * b
+
+
+@triton.jit
+def trunc(x):
+    return tl.where(x < 0, tl.ceil(x), tl.floor(x))
+
+
+@triton.jit
+def round_even(x):
+    f = tl.floor(x)
+    d = x - f
+    up = (d > 0.5) | ((d == 0.5) & ((f - 2.0 * tl.floor(f * 0.5)) != 0.0))
+    return tl.where(up, f + 1.0, f)
+
+
+@triton.jit
+def round_away(x):
+    return tl.where(x < 0, -tl.floor(-x + 0.5), tl.floor(x + 0.5))
+
+
+@triton.jit
+def expm1(x):
+    # exp(x) - 1 loses every digit near 0: a Taylor polynomial there.
+    small = tl.abs(x) < 1e-3
+    poly = x + x * x * (0.5 + x * (0.16666666666666666 + x * 0.041666666666666664))
+    return tl.where(small, poly, tl.exp(x) - 1.0)
+
+
+@triton.jit
+def log1p(x):
+    u = 1.0 + x
+    # log(u) * x / (u - 1) corrects the rounding of 1 + x (Goldberg's trick)
+    return tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
+
+
+@triton.jit
+def tanh(x):
+    ax = tl.abs(x)
+    e = tl.exp(-2.0 * ax)
+    big = (1.0 - e) / (1.0 + e)
+    x2 = x * x
+    small = x * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 + x2 * -0.05396825396825397)))
+    t = tl.where(ax < 0.125, small, tl.where(x < 0, -big, big))
+    return tl.where(x != x, x, t)
+
+
+@triton.jit
+def sinh(x):
+    e = tl.exp(x)
+    return tl.where(tl.abs(x) < 1e-3, x + x * x * x * 0.16666666666666666, 0.5 * (e - 1.0 / e))
+
+
+@triton.jit
+def cosh(x):
+    e = tl.exp(x)
+    return 0.5 * (e + 1.0 / e)
+
+
+@triton.jit
+def tan(x):
+    return tl.sin(x) / tl.cos(x)
+
+
+@triton.jit
+def _atan_unit(x):
+    # atan on [-1, 1]: minimax polynomial in x^2 (max error ~1e-7 rad)
+    x2 = x * x
+    p = -0.0040540580
+    p = p * x2 + 0.0218612288
+    p = p * x2 - 0.0559098861
+    p = p * x2 + 0.0964200441
+    p = p * x2 - 0.1390853351
+    p = p * x2 + 0.1994653599
+    p = p * x2 - 0.3332985605
+    p = p * x2 + 0.9999993329
+    return p * x
+
+
+@triton.jit
+def atan(x):
+    ax = tl.abs(x)
+    inv = ax > 1.0
+    r = _atan_unit(tl.where(inv, 1.0 / ax, ax))
+    r = tl.where(inv, 1.5707963267948966 - r, r)
+    return tl.where(x < 0, -r, r)
+
+
+@triton.jit
+def atan2(y, x):
+    a = atan(y / x)
+    a = tl.where(x < 0, tl.where(y < 0, a - 3.141592653589793, a + 3.141592653589793), a)
+    return tl.where((x == 0) & (y == 0), tl.where(y < 0, -0.0, 0.0), a)
+
+
+@triton.jit
+def asin(x):
+    return atan2(x, tl.sqrt((1.0 - x) * (1.0 + x)))
+
+
+@triton.jit
+def acos(x):
+    return atan2(tl.sqrt((1.0 - x) * (1.0 + x)), x)
+
+
+@triton.jit
+def copysign(a, b):
+    neg = (b < 0) | ((b == 0) & (1.0 / b < 0))
+    return tl.where(neg, -tl.abs(a), tl.abs(a))
+
+
+@triton.jit
+def pow(a, b):
+    """a ** b as torch.pow computes it for floats (negative bases with integral exponents)."""
+    r = tl.exp(b * tl.log(tl.abs(a)))
+    b_int = tl.floor(b) == b
+    odd = b_int & ((b - 2.0 * tl.floor(b * 0.5)) != 0.0)
+    r = tl.where((a < 0) & odd, -r, r)
+    r = tl.where((a < 0) & ~b_int, float("nan"), r)
+    r = tl.where(b == 0, 1.0, r)
+    return tl.where((a == 0) & (b > 0), 0.0, r)

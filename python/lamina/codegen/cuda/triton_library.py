@@ -1,0 +1,66 @@
+"""Loading the Triton source of a lowered module: each kernel's module is written to the
+on-disk source cache (Triton's @jit reads functions' source from their file), imported, and
+its `launch` bound with the kernel's constant tensors on the target device.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from mlir import ir
+
+from .triton_emit import SOURCE_ATTR, constants_of
+
+
+def source_cache_dir() -> Path:
+    root = os.environ.get("LAMINA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "lamina")
+    path = Path(root) / "triton"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _import_source(text: str, stem: str):
+    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+    path = source_cache_dir() / f"{stem}_{digest}.py"
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)   # atomic: a concurrent process sees the old file or the whole new one
+    name = f"lamina_triton_{stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class TritonKernelLibrary:
+    def __init__(self, module: ir.Module, device: str):
+        import torch
+
+        self.device = device
+        self.sources: dict[str, str] = {}
+        self._launchers = {}
+        for op in module.body.operations:
+            if op.operation.name != "func.func" or SOURCE_ATTR not in op.attributes:
+                continue
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            text = ir.StringAttr(op.attributes[SOURCE_ATTR]).value
+            self.sources[name] = text
+            mod = _import_source(text, name)
+            for cname, (array, elem) in constants_of(op).items():
+                from ...dialect import types as T
+                setattr(mod, cname, torch.as_tensor(array, dtype=T.name_to_torch_dtype(elem)).to(device))
+            mod._device = torch.device(device)
+            self._launchers[name] = mod.launch
+
+    def launcher(self, kernel: str):
+        return self._launchers[kernel]
+
+    def launch(self, kernel: str, inputs, outputs) -> None:
+        self._launchers[kernel](*inputs, *outputs)

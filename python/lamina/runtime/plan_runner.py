@@ -1,0 +1,74 @@
+"""Running a launch plan from Python: one call per kernel, for targets whose kernels launch
+from the host one at a time (the cuda target's Triton programs) rather than from a native
+graph entry (the CPU target).
+
+The per-call work is generated as one straight-line function, like CompiledGraph's: symbols
+read off the inputs, outputs allocated, intermediates as views of one per-graph buffer at the
+memory plan's offsets (grown when symbolic sizes need more), then each kernel's `launch`
+with its operands in order (tensors, then sizes for index operands), outputs last.
+"""
+from __future__ import annotations
+
+from ..dialect import symbols as S
+from ..dialect import types as T
+from .compiled_graph import CompiledGraph, _contiguous_strides, _empty_function, _tuple_source
+
+_ALIGN = 256   # device buffer offsets: the memory plan's 64 bytes, rounded up for vector loads
+
+
+class PlanRunner(CompiledGraph):
+    def __init__(self, plan, library, device: str):
+        self.plan = plan
+        self.library = library
+        self.device = device
+        self.input_copies = 0
+        self._arena = None
+        self.call_source = self._source(f"[{', '.join(self._result_expressions())}]")
+        self._call = self._define(self.call_source)
+
+    def _namespace(self) -> dict:
+        import torch
+
+        ns = {"_empty": _empty_function(self.device), "_graph": self, "torch": torch,
+              "_dtypes": [T.name_to_torch_dtype(dt) for _, dt in self.plan.outputs],
+              "_view_dtypes": {dt: T.name_to_torch_dtype(dt) for dt in self._element_types()}}
+        for launch in self.plan.launches:
+            ns[f"_k_{launch.kernel}"] = self.library.launcher(launch.kernel)
+        return ns
+
+    def _element_types(self) -> set[str]:
+        return {dt for launch in self.plan.launches for _, dt in launch.output_specs}
+
+    def arena(self, nbytes: int):
+        """The graph's intermediate buffer, at least `nbytes` (kept between calls)."""
+        import torch
+
+        if self._arena is None or self._arena.numel() < nbytes:
+            self._arena = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.device)
+        return self._arena
+
+    def _source(self, returned: str) -> str:
+        plan = self.plan
+        lines = self._prologue_lines()
+        slot_name = {i: f"a{i}" for i in range(plan.num_inputs)}
+        for k, slot in enumerate(plan.output_slots):
+            slot_name[slot] = f"o{k}"
+        arena = plan.arena_bytes
+        if arena:
+            lines.append(f"    _a = _graph.arena({S.python_expr(arena) if isinstance(arena, str) else arena})")
+        for launch in plan.launches:
+            for slot, (shape, dt), place in zip(launch.outputs, launch.output_specs, launch.buffers):
+                if place.startswith("output"):
+                    continue
+                offset = place.split("+", 1)[1]
+                offset = S.python_expr(offset) if not offset.lstrip("-").isdigit() else offset
+                numel = " * ".join(S.python_expr(d) if isinstance(d, str) else str(d) for d in shape) or "1"
+                itemsize = T.name_to_torch_dtype(dt).itemsize
+                name = f"v{slot}"
+                lines.append(f"    {name} = _a[{offset}:{offset} + ({numel}) * {itemsize}]"
+                             f".view(_view_dtypes[{dt!r}]).view({_tuple_source(shape)})")
+                slot_name[slot] = name
+            args = [slot_name[s] for s in launch.inputs] + [slot_name[s] for s in launch.outputs]
+            lines.append(f"    _k_{launch.kernel}({', '.join(args)})")
+        lines.append(f"    return {returned}")
+        return "\n".join(lines) + "\n"
