@@ -143,11 +143,12 @@ def pipeline_steps(pipeline: str) -> list:
     passes = _top_level_passes(pipeline)
     names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
     if COPY_REWRITE_AFTER not in names:
-        return [pipeline, copies_to_loops, bf16_memory_as_i16]
+        return [pipeline, copies_to_loops, expands_to_reinterpret_casts, bf16_memory_as_i16]
     from .blas import contractions_to_blas
 
     cut = names.index(COPY_REWRITE_AFTER) + 1
-    steps = [f"builtin.module({', '.join(passes[:cut])})", contractions_to_blas, copies_to_loops]
+    steps = [f"builtin.module({', '.join(passes[:cut])})", contractions_to_blas, copies_to_loops,
+             expands_to_reinterpret_casts]
     if passes[cut:]:
         steps.append(f"builtin.module({', '.join(passes[cut:])})")
     return steps + [bf16_memory_as_i16]
@@ -198,6 +199,62 @@ def copies_to_loops(module: ir.Module | ir.Operation) -> int:
         with ir.InsertionPoint(c), c.location:
             linalg.copy(src, outs=[dst])
         c.erase()
+        n += 1
+    return n
+
+
+def expands_to_reinterpret_casts(module: ir.Module | ir.Operation) -> int:
+    """Rewrite memref.expand_shape ops that expand one dim into several dynamic sizes as
+    memref.reinterpret_cast of the source's strided metadata (sizes from the op's
+    output_shape, strides multiplied out within each group).
+
+    expand-strided-metadata asserts (aborting the process) on a group with more than one
+    dynamic size, and canonicalization turns a symbolic tensor.reshape (lamina-to-linalg's
+    fallback for such reshapes) into exactly that expand. Returns the count."""
+    from mlir.dialects import arith, memref
+
+    op = module.operation if isinstance(module, ir.Module) else module
+    found = []
+
+    def collect(o):
+        if o.name == "memref.expand_shape":
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(collect)
+    dynamic = ir.ShapedType.get_dynamic_size()
+    n = 0
+    for e in found:
+        groups = [[ir.IntegerAttr(j).value for j in ir.ArrayAttr(g)] for g in ir.ArrayAttr(e.attributes["reassociation"])]
+        static = list(ir.DenseI64ArrayAttr(e.attributes["static_output_shape"]))
+        if all(sum(static[d] == dynamic for d in g) <= 1 for g in groups):
+            continue
+        rt = ir.MemRefType(e.results[0].type)
+        dyn_sizes = list(e.operands[1:])
+        with ir.InsertionPoint(e), e.location:
+            index = ir.IndexType.get()
+            meta = memref.ExtractStridedMetadataOp(e.operands[0])
+            src_rank = ir.MemRefType(e.operands[0].type).rank
+            src_strides = list(meta.results)[2 + src_rank:2 + 2 * src_rank]
+            sizes, it = [], iter(dyn_sizes)
+            for d in range(rt.rank):
+                sizes.append(next(it) if static[d] == dynamic else arith.constant(index, static[d]))
+            strides = [None] * rt.rank
+            for j, g in enumerate(groups):
+                stride = src_strides[j]
+                for d in reversed(g):
+                    strides[d] = stride
+                    stride = arith.muli(stride, sizes[d])
+            type_strides, type_offset = rt.get_strides_and_offset()
+            dyn_stride = ir.ShapedType.get_dynamic_stride_or_offset()
+            cast = memref.ReinterpretCastOp(
+                rt, meta.results[0],
+                [meta.results[1]] if type_offset == dyn_stride else [],
+                [sizes[d] for d in range(rt.rank) if static[d] == dynamic],
+                [strides[d] for d in range(rt.rank) if type_strides[d] == dyn_stride],
+                [type_offset], static, type_strides)
+        e.results[0].replace_all_uses_with(cast.results[0])
+        e.erase()
         n += 1
     return n
 

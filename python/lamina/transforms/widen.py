@@ -53,8 +53,8 @@ def _is_low(t: ir.Type) -> bool:
 
 
 def _as_f32(t: ir.Type) -> ir.RankedTensorType:
-    rt = ir.RankedTensorType(t)
-    return ir.RankedTensorType.get(rt.shape, ir.F32Type.get())
+    # the symbolic sizes stay: a reshape of a widened value needs them to lower
+    return T.with_element_type(t, ir.F32Type.get())
 
 
 def _copy_discardable(src: ir.Operation, dst: ir.Operation, spec_attrs) -> None:

@@ -119,3 +119,23 @@ def test_symbolic_transposes_have_masked_remainders():
     records = _records_since(before)
     _assert_no_fallback(records)
     assert records[0]["dynamic"], records
+
+
+def test_bf16_attention_with_symbolic_heads_reshape():
+    """bf16 attention under dynamic=True: the widened (f32) reshape keeps its symbols, and the
+    [s0*s1, t, t] -> [s0, s1, t, t] reshape (two dynamic sizes in one group) lowers without
+    expand-strided-metadata's assertion (it aborted the process)."""
+    from lamina.testing.models import CausalAttention
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = CausalAttention()
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for b, t in ((2, 8), (3, 5)):
+        q, k, v = (torch.randn(b, 2, t, 16, dtype=torch.bfloat16) for _ in range(3))
+        with torch.no_grad():
+            got = compiled(q, k, v).float()
+        want = model(q.float(), k.float(), v.float())
+        torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    _assert_no_fallback(_records_since(before))

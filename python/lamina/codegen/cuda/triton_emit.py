@@ -1140,6 +1140,8 @@ class _ProgramBuilder:
         lit = _scalar_literal(attr, elem)
         if elem in ("f16", "bf16", "f64", "i64", "i32", "i16", "i8", "i1") or lit.startswith("float("):
             # typed, so that tl.where / arithmetic keep the element type torch computes in
+            if elem in ("f16", "bf16"):   # (the interpreter cannot make bf16 constants directly)
+                return self.p.let(f"tl.full([1], {lit}, tl.float32).to({_tl(elem)})", prefix="c")
             return self.p.let(f"tl.full([1], {lit}, {_tl(elem)})" if elem != "f32" else lit, prefix="c")
         return lit
 

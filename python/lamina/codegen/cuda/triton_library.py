@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mlir import ir
 
+from ...dialect import types as T
 from .triton_emit import SOURCE_ATTR, constants_of
 
 
@@ -42,6 +43,7 @@ def _import_source(text: str, stem: str):
 class TritonKernelLibrary:
     def __init__(self, module: ir.Module, device: str):
         import torch
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
 
         self.device = device
         self.sources: dict[str, str] = {}
@@ -53,9 +55,11 @@ class TritonKernelLibrary:
             text = ir.StringAttr(op.attributes[SOURCE_ATTR]).value
             self.sources[name] = text
             mod = _import_source(text, name)
-            for cname, (array, elem) in constants_of(op).items():
-                from ...dialect import types as T
-                setattr(mod, cname, torch.as_tensor(array, dtype=T.name_to_torch_dtype(elem)).to(device))
+            # Loading happens while AOTAutograd traces under a fake mode: the constants must be
+            # real device tensors.
+            with unset_fake_temporarily():
+                for cname, (array, elem) in constants_of(op).items():
+                    setattr(mod, cname, torch.as_tensor(array, dtype=T.name_to_torch_dtype(elem)).to(device))
             mod._device = torch.device(device)
             self._launchers[name] = mod.launch
 
