@@ -40,6 +40,7 @@ options:
   --mlir-print-debuginfo      print locations
   --mlir-print-op-generic     print every op in generic form
   --verify-each=0|1           check the lamina shape/dtype rules after parsing and each pass (default 1)
+  --print-triton              print the Triton source of each kernel (after --lamina-to-triton) instead of the IR
   --<upstream-pass>[=opts]    any MLIR pass mlir-opt knows (--canonicalize, --cse, --one-shot-bufferize ...)
 
 environment: LAMINA_DEBUG=1 prints Python tracebacks of failures.
@@ -308,12 +309,13 @@ class Options:
     debuginfo: bool = False
     generic: bool = False
     verify_each: bool = True
+    print_triton: bool = False
     help: bool = False
 
 
 _BOOL_FLAGS = {"split-input-file": "split_input_file", "mlir-print-ir-after-all": "print_after_all",
                "mlir-print-debuginfo": "debuginfo", "mlir-print-op-generic": "generic",
-               "verify-each": "verify_each"}
+               "verify-each": "verify_each", "print-triton": "print_triton"}
 
 
 def _bool_value(v: str | None, flag: str) -> bool:
@@ -429,6 +431,15 @@ def _verify(module, reporter: Reporter, opts: Options, after: str) -> None:
 
 
 def _print_module(module, opts: Options) -> str:
+    if opts.print_triton:
+        from mlir import ir
+
+        texts = [f"# ---- {ir.StringAttr(op.attributes['sym_name']).value}\n"
+                 f"{ir.StringAttr(op.attributes['lamina.triton']).value}"
+                 for op in module.body.operations if "lamina.triton" in op.attributes]
+        if not texts:
+            raise UsageError("--print-triton: no kernel has Triton source (run --lamina-to-triton first)")
+        return "\n".join(texts)
     return module.operation.get_asm(enable_debug_info=opts.debuginfo, print_generic_op_form=opts.generic)
 
 

@@ -127,11 +127,12 @@ def _op_name_of(loc) -> str | None:
     """The ATen op and user source line a location names (the importer's
     `loc("op"("file":line:col))`), for comments in the generated code."""
     text = str(loc)
-    m = re.match(r'loc\("([^"]+)"', text)
-    if not m:
-        return None
+    m = re.match(r'loc\("([^"]+)"\(', text)
     f = re.search(r'"([^"]+)":(\d+):\d+', text)
-    return f"{m.group(1)}  ({f.group(1).rsplit('/', 1)[-1]}:{f.group(2)})" if f else m.group(1)
+    where = f"{f.group(1).rsplit('/', 1)[-1]}:{f.group(2)}" if f else None
+    if m:
+        return f"{m.group(1)}  ({where})" if where else m.group(1)
+    return where
 
 
 def _const_number(v, env=None) -> float | None:
@@ -1426,8 +1427,9 @@ class _ProgramBuilder:
                 values.append("0.0")
             else:
                 init = inits[j]
-                values.append(p.let(_COMBINE[combine].format(init, red), scope=p.root) if init not in ("0", "0.0") or combine != "sum"
-                              else red)
+                # the init folds away when it is the combine's neutral element (a fill of 0 / -inf)
+                values.append(red if init == neutral or (combine == "sum" and init in ("0", "0.0"))
+                              else p.let(_COMBINE[combine].format(init, red), scope=p.root))
         p.root.cache[key] = values
         return values[res]
 

@@ -1,0 +1,27 @@
+// RUN: lamina-opt %s --lamina-fuse --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
+
+// A pointwise kernel of symbolic batch size becomes one flat Triton program: 1-D blocks of
+// XBLOCK elements over all s0 * 64 of them, the input read at the flat offset (contiguous,
+// vectorizable), the bias broadcast along rows at `offset % 64`, every line commented with
+// the source location of the op it computes, and a launcher that reads the symbolic size
+// off its tensor argument.
+func.func @g(%x: tensor<?x64xf32, ["s0"]>, %b: tensor<64xf32>) -> tensor<?x64xf32, ["s0"]> attributes {lamina.graph} {
+  %0 = "lamina.add"(%x, %b) : (tensor<?x64xf32, ["s0"]>, tensor<64xf32>) -> tensor<?x64xf32, ["s0"]>
+  %1 = "lamina.tanh"(%0) : (tensor<?x64xf32, ["s0"]>) -> tensor<?x64xf32, ["s0"]>
+  return %1 : tensor<?x64xf32, ["s0"]>
+}
+
+// CHECK-LABEL: # ---- g_kernel_0
+// CHECK: @triton.jit
+// CHECK-NEXT: def g_kernel_0_g0_flat(a0, a1, a3, a0_size0, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):
+// CHECK: xoff = {{.*}} * XBLOCK + tl.arange(0, XBLOCK)
+// CHECK: xmask = xoff < (a0_size0 * 64)
+// CHECK: x1 = (xoff % 64)
+// CHECK: [[X:v[0-9]+]] = tl.load(a0 + xoff, mask=xmask, other=0)
+// CHECK: [[B:v[0-9]+]] = tl.load(a1 + x1, mask=xmask, other=0)
+// CHECK: [[S:v[0-9]+]] = [[X]] + [[B]]  # pointwise.mlir:9
+// CHECK: [[T:v[0-9]+]] = lh.tanh([[S]])  # pointwise.mlir:10
+// CHECK: tl.store(a3 + xoff, [[T]].to(tl.float32), mask=xmask)
+// CHECK: def launch(a0, a1, a2, a3):
+// CHECK-NEXT: a0_size0 = a0.shape[0]
+// CHECK: g_kernel_0_g0_flat[(triton.cdiv(_n, 1024),)](a0, a1, a3, a0_size0, XBLOCK=1024

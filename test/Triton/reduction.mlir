@@ -1,0 +1,33 @@
+// RUN: lamina-opt %s --lamina-fuse --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
+
+// Softmax over a row of symbolic length: a row group (XBLOCK rows x RBLOCK lanes per
+// program). The persistent variant loads the row once and keeps it in registers for the
+// max, the exp-sum and the scaled store; the looped variant (rows longer than the
+// launcher's limit) runs one loop per reduction and one for the stores. Max propagates NaN
+// (lh.max_nan), the sum accumulates in fp32.
+func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]> attributes {lamina.graph} {
+  %0 = "lamina.softmax"(%x) {dim = 1 : i64} : (tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]>
+  return %0 : tensor<?x?xf32, ["s0", "s1"]>
+}
+
+// CHECK-LABEL: def sm_kernel_0_g0_persistent(
+// CHECK: xrow = {{.*}} * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+// CHECK: r = tl.arange(0, RBLOCK)[None, :]
+// CHECK: [[M:rmask[0-9]+]] = r < a0_size1
+// CHECK: [[X:v[0-9]+]] = tl.load(a0 + ((xrow * a0_size1) + r), mask=xmask & [[M]], other=0)
+// CHECK-NOT: tl.load
+// CHECK: lh.max_nan({{.*}}, 1)[:, None]
+// CHECK: tl.exp(
+// CHECK: tl.sum({{.*}}, axis=1)[:, None]
+// CHECK: tl.store(a3 + ((xrow * a0_size1) + r), {{.*}}, mask=xmask & [[M]])
+// CHECK-LABEL: def sm_kernel_0_g0_looped(
+// CHECK: for roff in range(0, a0_size1, RBLOCK):
+// CHECK: acc{{[0-9]+}} = lh.maximum(acc{{[0-9]+}}, tl.where(
+// CHECK: for roff in range(0, a0_size1, RBLOCK):
+// CHECK: acc{{[0-9]+}} = acc{{[0-9]+}} + tl.where(
+// CHECK: for roff in range(0, a0_size1, RBLOCK):
+// CHECK: tl.store(
+// CHECK-LABEL: def launch(
+// CHECK: if _lanes <= 4096:
+// CHECK: sm_kernel_0_g0_persistent[(triton.cdiv(_rows, _xb),)]
+// CHECK: sm_kernel_0_g0_looped[(_rows,)]
