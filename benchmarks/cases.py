@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from lamina.testing.models import CausalAttention, GPTBlock, RMSNorm, Softmax, cos_cos_div, sin2_cos2
 
-SIZES = ("small", "large")
+SIZES = ("small", "large", "gpu")   # gpu: the GPU scale (16M-element rows and chains, 4096^3 GEMMs); --sizes gpu
 
 
 @dataclass
@@ -166,25 +166,31 @@ def _gpt_block(b: int, t: int, c: int, n_head: int = 4):
 
 CASES: dict[str, Case] = {c.name: c for c in [
     Case("sin2_cos2", "sin(x)**2 + cos(x)**2",
-         {"small": _pointwise(sin2_cos2, 1, 256, 256), "large": _pointwise(sin2_cos2, 1, 2048, 2048)}),
+         {"small": _pointwise(sin2_cos2, 1, 256, 256), "large": _pointwise(sin2_cos2, 1, 2048, 2048),
+          "gpu": _pointwise(sin2_cos2, 1, 4096, 4096)}),
     Case("cos_cos_div", "cos(cos(x)) / 1.1 * y, y of x's shape",
-         {"small": _pointwise(cos_cos_div, 2, 256, 256), "large": _pointwise(cos_cos_div, 2, 2048, 2048)}),
+         {"small": _pointwise(cos_cos_div, 2, 256, 256), "large": _pointwise(cos_cos_div, 2, 2048, 2048),
+          "gpu": _pointwise(cos_cos_div, 2, 4096, 4096)}),
     Case("softmax", "softmax(x, dim=-1)",
-         {"small": _rowwise(lambda c: Softmax(), 128, 256), "large": _rowwise(lambda c: Softmax(), 1024, 1024)}),
+         {"small": _rowwise(lambda c: Softmax(), 128, 256), "large": _rowwise(lambda c: Softmax(), 1024, 1024),
+          "gpu": _rowwise(lambda c: Softmax(), 4096, 4096)}),
     Case("layer_norm", "nn.LayerNorm over the last dim",
-         {"small": _rowwise(nn.LayerNorm, 128, 256, atol=1e-4), "large": _rowwise(nn.LayerNorm, 1024, 1024, atol=1e-4)}),
+         {"small": _rowwise(nn.LayerNorm, 128, 256, atol=1e-4), "large": _rowwise(nn.LayerNorm, 1024, 1024, atol=1e-4),
+          "gpu": _rowwise(nn.LayerNorm, 4096, 4096, atol=1e-4)}),
     Case("rms_norm", "x * rsqrt(mean(x^2) + eps) * w",
-         {"small": _rowwise(RMSNorm, 128, 256, atol=1e-4), "large": _rowwise(RMSNorm, 1024, 1024, atol=1e-4)}),
+         {"small": _rowwise(RMSNorm, 128, 256, atol=1e-4), "large": _rowwise(RMSNorm, 1024, 1024, atol=1e-4),
+          "gpu": _rowwise(RMSNorm, 4096, 4096, atol=1e-4)}),
     Case("gelu_bias", "gelu(x + b) * s + x",
-         {"small": _gelu_chain(128, 256), "large": _gelu_chain(1024, 1024)}),
+         {"small": _gelu_chain(128, 256), "large": _gelu_chain(1024, 1024), "gpu": _gelu_chain(4096, 4096)}),
     Case("gemm_bias_relu", "relu(x @ W^T + b)",
-         {"small": _gemm(128, 128, 128), "large": _gemm(512, 512, 512)}),
+         {"small": _gemm(128, 128, 128), "large": _gemm(512, 512, 512), "gpu": _gemm(4096, 4096, 4096)}),
     Case("mlp", "fc2(relu(fc1(x)))",
-         {"small": _mlp(64, 64, 256), "large": _mlp(256, 256, 1024)}),
+         {"small": _mlp(64, 64, 256), "large": _mlp(256, 256, 1024), "gpu": _mlp(4096, 1024, 4096)}),
     Case("causal_attention", "softmax(mask(q k^T / sqrt(d))) v",
-         {"small": _attention(2, 4, 64, 64), "large": _attention(2, 4, 256, 64)}),
+         {"small": _attention(2, 4, 64, 64), "large": _attention(2, 4, 256, 64), "gpu": _attention(8, 16, 1024, 64)}),
     Case("gpt_block", "pre-norm GPT-2 block (LN, attention, LN, tanh-GELU MLP)",
-         {"small": _gpt_block(1, 64, 128), "large": _gpt_block(2, 128, 256)}),
+         {"small": _gpt_block(1, 64, 128), "large": _gpt_block(2, 128, 256), "gpu": _gpt_block(8, 512, 1024, 16)}),
     Case("tiny_pointwise", "relu(x * y + x) * 0.5 - y",
-         {"small": _pointwise(tiny_pointwise, 2, 16, 16), "large": _pointwise(tiny_pointwise, 2, 64, 64)}),
+         {"small": _pointwise(tiny_pointwise, 2, 16, 16), "large": _pointwise(tiny_pointwise, 2, 64, 64),
+          "gpu": _pointwise(tiny_pointwise, 2, 16, 16)}),
 ]}

@@ -2,7 +2,7 @@
 
     python benchmarks/run.py                                  # every case, small and large, on the CPU
     python benchmarks/run.py --cases softmax,mlp --sizes large --repeat 50
-    python benchmarks/run.py --device cuda --json out.json    # lamina has no GPU target yet: it falls back
+    python benchmarks/run.py --device cuda --json out.json    # lamina's cuda target (Triton); see benchmarks/gpu.sh
     python benchmarks/run.py --no-inductor                    # skip inductor's (slow) compiles
     python benchmarks/run.py --dynamic                        # also lamina with dynamic=True (symbolic shapes)
 
@@ -400,7 +400,7 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
-    p.add_argument("--sizes", default="small,large", help="comma-separated: small,large (default: both)")
+    p.add_argument("--sizes", default="small,large", help="comma-separated: small,large,gpu (default: small,large; gpu: the GPU-scale sizes)")
     p.add_argument("--repeat", type=int, default=20, help="timed samples per backend (default 20)")
     p.add_argument("--rounds", type=int, default=5,
                    help="interleaved rounds the samples are spread over (default 5; 1 = one backend after the other)")
@@ -454,10 +454,6 @@ def main(argv=None) -> int:
         print("--device cuda: no CUDA device available", file=sys.stderr)
         return 2
     device = torch.device(args.device)
-    if device.type == "cuda":
-        notes.append("lamina has no GPU target yet: on cuda every lamina graph falls back to eager "
-                     "(LaminaFallbackWarning); the lamina columns time that fallback path")
-        print("note: " + notes[-1], file=sys.stderr)
     if args.threads:
         torch.set_num_threads(args.threads)
         # lamina's kernels run on LLVM's OpenMP runtime, loaded at the first lamina compile:

@@ -88,8 +88,15 @@ def _unsupported_devices(gm: torch.fx.GraphModule, example_inputs, devices) -> l
                 found.append((v.device.type, what, node))
                 return
 
+    def cpu_scalar(v) -> bool:
+        # a 0-d CPU tensor (dynamo's unspecialized Python float): the runtime moves it to the
+        # target's device with the call, as Inductor treats such scalars
+        return isinstance(v, torch.Tensor) and v.device.type == "cpu" and v.dim() == 0
+
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for i, n in enumerate(placeholders):
+        if cpu_scalar(n.meta.get("val")):
+            continue
         check(n.meta.get("val"), f"input {n.name}", _first_user(n) or n)
         if i < len(example_inputs or ()):
             check(example_inputs[i], f"input {n.name}", _first_user(n) or n)

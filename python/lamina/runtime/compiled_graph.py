@@ -37,6 +37,7 @@ class LaunchPlan:
     index_inputs: list[bool] = field(default_factory=list)   # inputs that are sizes (SymInt)
     symbolic_inputs: list[bool] = field(default_factory=list)  # tensor inputs of symbolic shape
     symbol_sources: dict = field(default_factory=dict)       # symbol -> (input, dim or None)
+    input_ranks: list = field(default_factory=list)          # rank per tensor input (None: a size)
 
     @property
     def dynamic(self) -> bool:
@@ -87,7 +88,9 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
                       index_inputs=[isinstance(a.type, ir.IndexType) for a in args],
                       symbolic_inputs=[isinstance(a.type, ir.RankedTensorType) and None in T.shape_of(a.type)
                                        for a in args],
-                      symbol_sources=_symbol_sources(graph_func))
+                      symbol_sources=_symbol_sources(graph_func),
+                      input_ranks=[ir.RankedTensorType(a.type).rank if isinstance(a.type, ir.RankedTensorType) else None
+                                   for a in args])
 
 
 def _symbol_sources(graph_func) -> dict:

@@ -36,6 +36,10 @@ class PlanRunner(CompiledGraph):
             ns[f"_k_{launch.kernel}"] = self.library.launcher(launch.kernel)
         return ns
 
+    def _rank0_inputs(self) -> list[bool]:
+        ranks = getattr(self.plan, "input_ranks", None)
+        return [r == 0 for r in ranks] if ranks else [False] * self.plan.num_inputs
+
     def _element_types(self) -> set[str]:
         return {dt for launch in self.plan.launches for _, dt in launch.output_specs}
 
@@ -50,6 +54,10 @@ class PlanRunner(CompiledGraph):
     def _source(self, returned: str) -> str:
         plan = self.plan
         lines = self._prologue_lines()
+        if self.device != "cpu":
+            for i, rank0 in enumerate(self._rank0_inputs()):
+                if rank0:   # a 0-d CPU tensor (an unspecialized Python scalar) comes along
+                    lines.append(f"    if a{i}.device.type != {self.device!r}: a{i} = a{i}.to({self.device!r}, non_blocking=True)")
         slot_name = {i: f"a{i}" for i in range(plan.num_inputs)}
         for k, slot in enumerate(plan.output_slots):
             slot_name[slot] = f"o{k}"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# lamina's cuda target on a GPU machine: the e2e tests on the GPU, then the harness.
+#
+# The lent GPU machines have Python 3.12, torch and triton but no MLIR and no package access:
+# MLIR comes from the bundle `../shared/device/make-bundle.sh` builds into .device/ (carry it),
+# lamina from this working tree (PYTHONPATH). Anyone with a GPU box and the bundle can repeat:
+#   bash benchmarks/gpu.sh [OUTDIR] [harness options...]
+# Results (test log, harness table and JSON, GPU description) go to OUTDIR ($OUT, else /tmp/lamina-gpu).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-/tmp/lamina-gpu}}
+shift || true
+mkdir -p "$out" /tmp/site
+if [[ -f .device/mlir-py312.tar.xz && ! -d /tmp/site/mlir ]]; then
+  python3 -c "import tarfile; tarfile.open('.device/mlir-py312.tar.xz').extractall('/tmp/site')"
+fi
+export PYTHONPATH=/tmp/site:$PWD/python${PYTHONPATH:+:$PYTHONPATH}
+export LAMINA_CACHE_DIR=${LAMINA_CACHE_DIR:-/tmp/lamina-cache}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
+python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)" >> "$out/gpu.txt" 2>&1
+cat "$out/gpu.txt"
+if [[ -z "${SKIP_TESTS:-}" ]]; then
+  python3 -m pytest -q -p no:cacheprovider test/python/e2e/test_cuda_target.py > "$out/tests.txt" 2>&1
+  echo "tests: $(tail -1 "$out/tests.txt")"
+fi
+python3 benchmarks/run.py --device cuda --json "$out/harness.json" "$@" > "$out/harness.txt" 2>&1
+echo "harness rc=$?"
+grep -E "^\||geomean|copy bandwidth|compile s" "$out/harness.txt"
