@@ -77,16 +77,20 @@ def mark_strided_inputs(graph_func, indices) -> None:
 
 
 def compile_module(module: ir.Module, *, target: str = "cpu", strided_args=frozenset(),
-                   dump_dir: str | None = None, keep_ir: bool = False) -> CompileResult:
+                   dump_dir: str | None = None, keep_ir: bool = False,
+                   target_options: dict | None = None) -> CompileResult:
     """Compile a module holding one lamina graph function into a CompiledGraph.
 
-    `strided_args`: indices of graph arguments whose tensors are not contiguous."""
+    `strided_args`: indices of graph arguments whose tensors are not contiguous.
+    `target_options`: settings a target takes through its `configure` (cuda: autotune)."""
     with module.context, ir.Location.unknown(module.context):
-        return _compile_module(module, target, strided_args, dump_dir, keep_ir)
+        return _compile_module(module, target, strided_args, dump_dir, keep_ir, target_options or {})
 
 
-def _compile_module(module, target, strided_args, dump_dir, keep_ir) -> CompileResult:
+def _compile_module(module, target, strided_args, dump_dir, keep_ir, target_options) -> CompileResult:
     tgt = get_target(target)
+    if hasattr(tgt, "configure"):
+        tgt.configure(**target_options)
     dump_dir = dump_dir or os.environ.get("LAMINA_DUMP_IR")
     result = CompileResult(compiled=None)
     graph = graph_function(module)

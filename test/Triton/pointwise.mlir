@@ -24,4 +24,4 @@ func.func @g(%x: tensor<?x64xf32, ["s0"]>, %b: tensor<64xf32>) -> tensor<?x64xf3
 // CHECK: tl.store(a3 + xoff, [[T]].to(tl.float32), mask=xmask)
 // CHECK: def launch(a0, a1, a2, a3):
 // CHECK-NEXT: a0_size0 = a0.shape[0]
-// CHECK: g_kernel_0_g0_flat[(triton.cdiv(_n, 1024),)](a0, a1, a3, a0_size0, XBLOCK=1024
+// CHECK: g_kernel_0_g0_flat[((_n + 1023) // 1024,)](a0, a1, a3, a0_size0, XBLOCK=1024

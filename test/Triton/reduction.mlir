@@ -29,5 +29,5 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
 // CHECK: tl.store(
 // CHECK-LABEL: def launch(
 // CHECK: if _lanes <= 4096:
-// CHECK: sm_kernel_0_g0_persistent[(triton.cdiv(_rows, _xb),)]
+// CHECK: run_tuned(sm_kernel_0_g0_persistent, (_rows, _lanes)
 // CHECK: sm_kernel_0_g0_looped[(_rows,)]

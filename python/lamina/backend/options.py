@@ -5,6 +5,8 @@
                                       the target of the device the graph's inputs live on
     report   (LAMINA_REPORT=<file>)   append one JSON line per compiled graph
     dump_ir  (LAMINA_DUMP_IR=<dir>)   write the IR after every stage
+    autotune (LAMINA_AUTOTUNE=0: off) cuda target: time block shapes of row programs at their first
+                                      launch (results kept on disk); False: heuristics only
 """
 from __future__ import annotations
 
@@ -22,13 +24,15 @@ class Options:
     target: str | None = None
     report: str | None = None
     dump_ir: str | None = None
+    autotune: bool = True
 
     @classmethod
     def resolve(cls, options: dict | None) -> "Options":
         opts = cls(strict=_env_flag("LAMINA_STRICT"),
                    target=os.environ.get("LAMINA_TARGET") or None,
                    report=os.environ.get("LAMINA_REPORT") or None,
-                   dump_ir=os.environ.get("LAMINA_DUMP_IR") or None)
+                   dump_ir=os.environ.get("LAMINA_DUMP_IR") or None,
+                   autotune=os.environ.get("LAMINA_AUTOTUNE", "1").strip() != "0")
         known = {f.name for f in fields(cls)}
         for key, value in (options or {}).items():
             if key not in known:

@@ -43,6 +43,16 @@ class PlanRunner(CompiledGraph):
     def _element_types(self) -> set[str]:
         return {dt for launch in self.plan.launches for _, dt in launch.output_specs}
 
+    views = None
+
+    def make_views(self, nbytes: int):
+        import torch
+
+        ns = {}
+        exec(compile(self._view_source, f"<lamina {self.plan.graph} views>", "exec"), ns)
+        self.views = ns["make"](self.arena(nbytes), {dt: T.name_to_torch_dtype(dt) for dt in self._element_types()})
+        return self.views
+
     def arena(self, nbytes: int):
         """The graph's intermediate buffer, at least `nbytes` (kept between calls)."""
         import torch
@@ -62,8 +72,8 @@ class PlanRunner(CompiledGraph):
         for k, slot in enumerate(plan.output_slots):
             slot_name[slot] = f"o{k}"
         arena = plan.arena_bytes
-        if arena:
-            lines.append(f"    _a = _graph.arena({S.python_expr(arena) if isinstance(arena, str) else arena})")
+        static = isinstance(arena, int) and not plan.symbol_sources
+        view_lines = []
         for launch in plan.launches:
             for slot, (shape, dt), place in zip(launch.outputs, launch.output_specs, launch.buffers):
                 if place.startswith("output"):
@@ -73,9 +83,21 @@ class PlanRunner(CompiledGraph):
                 numel = " * ".join(S.python_expr(d) if isinstance(d, str) else str(d) for d in shape) or "1"
                 itemsize = T.name_to_torch_dtype(dt).itemsize
                 name = f"v{slot}"
-                lines.append(f"    {name} = _a[{offset}:{offset} + ({numel}) * {itemsize}]"
-                             f".view(_view_dtypes[{dt!r}]).view({_tuple_source(shape)})")
+                view_lines.append(f"{name} = _a[{offset}:{offset} + ({numel}) * {itemsize}]"
+                                  f".view(_view_dtypes[{dt!r}]).view({_tuple_source(shape)})")
                 slot_name[slot] = name
+        views = [line.split(" = ", 1)[0] for line in view_lines]
+        if views and static:
+            # static sizes: the views are made once (first call) and reused
+            self._view_source = "def make(_a, _view_dtypes):\n" + "".join(f"    {v}\n" for v in view_lines) + \
+                f"    return ({', '.join(views)},)\n"
+            lines.append("    _v = _graph.views")
+            lines.append(f"    if _v is None: _v = _graph.make_views({arena})")
+            lines.append(f"    {', '.join(views)}, = _v")
+        elif views:
+            lines.append(f"    _a = _graph.arena({S.python_expr(arena) if isinstance(arena, str) else arena})")
+            lines.extend(f"    {line}" for line in view_lines)
+        for launch in plan.launches:
             args = [slot_name[s] for s in launch.inputs] + [slot_name[s] for s in launch.outputs]
             lines.append(f"    _k_{launch.kernel}({', '.join(args)})")
         lines.append(f"    return {returned}")

@@ -43,6 +43,10 @@ class CudaTarget:
     name = "cuda"
     device = _Device()
     devices = _Devices()
+    autotune = True
+
+    def configure(self, autotune: bool = True, **_ignored) -> None:
+        self.autotune = autotune
 
     def lower(self, module, dump=None) -> None:
         from ...transforms.registry import run_pass
@@ -52,7 +56,7 @@ class CudaTarget:
     def load(self, module):
         from .triton_library import TritonKernelLibrary
 
-        return TritonKernelLibrary(module, device=self.device)
+        return TritonKernelLibrary(module, device=self.device, autotune=self.autotune)
 
     def runner(self, plan, library):
         from ...runtime.plan_runner import PlanRunner

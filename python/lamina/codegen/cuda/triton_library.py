@@ -41,15 +41,13 @@ def _import_source(text: str, stem: str):
 
 
 def _spec(a):
-    """What Triton specializes a kernel argument on: a tensor's dtype and 16-byte alignment,
-    an int's value 1, divisibility by 16 and width."""
+    """What Triton specializes a kernel argument on: a tensor's 16-byte alignment (its dtype
+    is fixed by the kernel's IR), an int's value 1, divisibility by 16 and width."""
+    if type(a) is int:
+        return (a == 1, a & 15 == 0, -2**31 <= a < 2**31)
     if hasattr(a, "data_ptr"):
-        return (a.dtype, a.data_ptr() % 16 == 0)
-    if isinstance(a, bool):
-        return ("b", a)
-    if isinstance(a, int):
-        return (a == 1, a % 16 == 0, -2**31 <= a < 2**31)
-    return type(a)
+        return a.data_ptr() & 15 == 0
+    return (type(a), a)
 
 
 class FastKernel:
@@ -58,15 +56,17 @@ class FastKernel:
     compiles, caches and launches); later calls launch its CompiledKernel directly on torch's
     current stream (a few microseconds instead of tens)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, cache_name: str = ""):
         import torch
 
         self.fn = fn
         self.__name__ = getattr(fn, "__name__", "kernel")
+        self.cache_name = cache_name or self.__name__   # names its autotuning results on disk
+        self.tuned: dict = {}                           # launch key -> chosen config (launch.py)
         self.constexprs = [p.name for p in fn.params if p.is_constexpr]
         self.compiled: dict = {}
         self._raw_stream = torch._C._cuda_getCurrentRawStream
-        self._device = torch.cuda.current_device
+        self._device = torch._C._cuda_getDevice
 
     def __getitem__(self, grid):
         return lambda *args, **meta: self._launch(grid, args, meta)
@@ -83,7 +83,7 @@ class FastKernel:
 
 
 class TritonKernelLibrary:
-    def __init__(self, module: ir.Module, device: str):
+    def __init__(self, module: ir.Module, device: str, autotune: bool = True):
         import torch
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
@@ -103,12 +103,13 @@ class TritonKernelLibrary:
                 for cname, (array, elem) in constants_of(op).items():
                     setattr(mod, cname, torch.as_tensor(array, dtype=T.name_to_torch_dtype(elem)).to(device))
             mod._device = torch.device(device)
+            mod._autotune = autotune
             if device == "cuda" and os.environ.get("LAMINA_TRITON_FAST_LAUNCH", "1") != "0":
                 from triton.runtime.jit import JITFunction
 
                 for attr, value in list(vars(mod).items()):
                     if isinstance(value, JITFunction):   # the module's own programs
-                        setattr(mod, attr, FastKernel(value))
+                        setattr(mod, attr, FastKernel(value, f"{mod.__name__}.{attr}"))
             self._launchers[name] = mod.launch
 
     def launcher(self, kernel: str):

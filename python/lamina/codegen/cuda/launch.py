@@ -1,0 +1,106 @@
+"""Launch-time choices of the generated Triton launchers: the block shape and warp count of
+row programs, autotuned on the GPU at the first launch of each (kernel, sizes) signature and
+remembered on disk, or the heuristic first choice (`options={"autotune": False}`, the
+interpreter, LAMINA_AUTOTUNE=0).
+
+The generated `launch()` calls `run_tuned(program, key, grid, args, configs, **meta)`:
+`configs` lists candidate {XBLOCK, num_warps} dicts, heuristic first; `grid(config)` gives
+the launch grid for one. Tuning times each candidate with CUDA events (after one warm-up
+launch that compiles it) and keeps the fastest; a program only reads its inputs and writes
+its outputs, so running it several times is harmless.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+AUTOTUNE = {"enabled": os.environ.get("LAMINA_AUTOTUNE", "1") != "0"}
+_lock = threading.Lock()
+_disk: dict | None = None
+
+
+def persistent_configs(rblock: int) -> list[dict]:
+    """Rows per program and warps for a persistent row program with `rblock` lanes:
+    about 2048 elements per program, 4 warps, first; then the neighbours."""
+    x = max(1, min(64, 2048 // rblock))
+    warps_default = 4 if rblock * x <= 2048 else 8
+    cands = [(x, warps_default), (x, 8 if warps_default == 4 else 16), (max(1, x // 2), 4),
+             (min(64, x * 2), 8), (x, 2 if warps_default == 4 else 4)]
+    out, seen = [], set()
+    for xb, w in cands:
+        if xb * rblock <= 16384 and (xb, w) not in seen:
+            seen.add((xb, w))
+            out.append({"XBLOCK": xb, "num_warps": w})
+    return out
+
+
+def _cache_path() -> str:
+    from .triton_library import source_cache_dir
+
+    return str(source_cache_dir() / "autotune.json")
+
+
+def _load_disk() -> dict:
+    global _disk
+    if _disk is None:
+        try:
+            with open(_cache_path()) as f:
+                _disk = json.load(f)
+        except (OSError, ValueError):
+            _disk = {}
+    return _disk
+
+
+def _save_disk() -> None:
+    path = _cache_path()
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(_disk, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = True, **meta) -> None:
+    chosen = getattr(program, "tuned", None)
+    if chosen is None or not autotune or not AUTOTUNE["enabled"] or len(configs) == 1:
+        cfg = configs[0]
+        program[grid(cfg)](*args, **meta, **cfg)
+        return
+    cfg = chosen.get(key)
+    if cfg is None:
+        cfg = _tune(program, key, grid, args, configs, meta)
+    program[grid(cfg)](*args, **meta, **cfg)
+
+
+def _tune(program, key, grid, args, configs, meta) -> dict:
+    import torch
+
+    disk_key = f"{program.cache_name}|{key}|{sorted(meta.items())}"
+    with _lock:
+        hit = _load_disk().get(disk_key)
+    if hit is not None and hit in configs:
+        program.tuned[key] = hit
+        return hit
+    best, best_ms = configs[0], float("inf")
+    for cfg in configs:
+        try:
+            program[grid(cfg)](*args, **meta, **cfg)   # compiles it
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(5):
+                program[grid(cfg)](*args, **meta, **cfg)
+            end.record()
+            end.synchronize()
+            ms = start.elapsed_time(end) / 5
+        except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
+            continue
+        if ms < best_ms:
+            best, best_ms = cfg, ms
+    program.tuned[key] = best
+    with _lock:
+        _load_disk()[disk_key] = best
+        _save_disk()
+    return best
