@@ -26,3 +26,10 @@ fi
 python3 benchmarks/run.py --device cuda --json "$out/harness.json" "$@" > "$out/harness.txt" 2>&1
 echo "harness rc=$?"
 grep -E "^\||geomean|copy bandwidth|compile s" "$out/harness.txt"
+if [[ -z "${SKIP_CUDAGRAPHS:-}" ]]; then
+  # launch-bound graphs replayed from CUDA graphs (options={"cudagraphs": True}), lamina only
+  LAMINA_CUDAGRAPHS=1 python3 benchmarks/run.py --device cuda --sizes small,large --no-inductor \
+    --json "$out/harness_cudagraphs.json" > "$out/harness_cudagraphs.txt" 2>&1
+  echo "cudagraphs harness rc=$?"
+  grep -E "^\||geomean" "$out/harness_cudagraphs.txt"
+fi

@@ -180,7 +180,7 @@ def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     ctx = dialect.make_context()
     with ctx:
         imported = import_graph(gm, ctx, name=name)
-        result = compile_module(imported.module, target=options.target, target_options={"autotune": options.autotune},
+        result = compile_module(imported.module, target=options.target, target_options={"autotune": options.autotune, "cudagraphs": options.cudagraphs},
                                 strided_args=_strided_placeholders(gm), dump_dir=options.dump_ir)
     result.compiled._mlir_context = ctx  # the JIT module lives in this context
     output = next(n for n in gm.graph.nodes if n.op == "output")

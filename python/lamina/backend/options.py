@@ -7,6 +7,8 @@
     dump_ir  (LAMINA_DUMP_IR=<dir>)   write the IR after every stage
     autotune (LAMINA_AUTOTUNE=0: off) cuda target: time block shapes of row programs at their first
                                       launch (results kept on disk); False: heuristics only
+    cudagraphs (LAMINA_CUDAGRAPHS=1)  cuda target: replay each compiled graph from a CUDA graph (one
+                                      launch per call; inputs copied in, outputs copied out)
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ class Options:
     report: str | None = None
     dump_ir: str | None = None
     autotune: bool = True
+    cudagraphs: bool = False
 
     @classmethod
     def resolve(cls, options: dict | None) -> "Options":
@@ -32,7 +35,8 @@ class Options:
                    target=os.environ.get("LAMINA_TARGET") or None,
                    report=os.environ.get("LAMINA_REPORT") or None,
                    dump_ir=os.environ.get("LAMINA_DUMP_IR") or None,
-                   autotune=os.environ.get("LAMINA_AUTOTUNE", "1").strip() != "0")
+                   autotune=os.environ.get("LAMINA_AUTOTUNE", "1").strip() != "0",
+                   cudagraphs=_env_flag("LAMINA_CUDAGRAPHS"))
         known = {f.name for f in fields(cls)}
         for key, value in (options or {}).items():
             if key not in known:

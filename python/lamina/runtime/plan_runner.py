@@ -17,10 +17,11 @@ _ALIGN = 256   # device buffer offsets: the memory plan's 64 bytes, rounded up f
 
 
 class PlanRunner(CompiledGraph):
-    def __init__(self, plan, library, device: str):
+    def __init__(self, plan, library, device: str, cudagraphs: bool = False):
         self.plan = plan
         self.library = library
         self.device = device
+        self.cudagraphs = cudagraphs and device == "cuda" 
         self.input_copies = 0
         self._arena = None
         self.call_source = self._source(f"[{', '.join(self._result_expressions())}]")
@@ -44,6 +45,15 @@ class PlanRunner(CompiledGraph):
         return {dt for launch in self.plan.launches for _, dt in launch.output_specs}
 
     views = None
+
+    def structured_call(self, single_output: bool, result_of_output: list):
+        fn = super().structured_call(single_output, result_of_output)
+        if not self.cudagraphs:
+            return fn
+        replay = CudaGraphCall(fn)
+        wrapped = lambda *args: replay(*args)  # noqa: E731
+        wrapped.compiled_graph = self
+        return wrapped
 
     def make_views(self, nbytes: int):
         import torch
@@ -102,3 +112,65 @@ class PlanRunner(CompiledGraph):
             lines.append(f"    _k_{launch.kernel}({', '.join(args)})")
         lines.append(f"    return {returned}")
         return "\n".join(lines) + "\n"
+
+
+class CudaGraphCall:
+    """A compiled graph's call replayed from a CUDA graph (`options={"cudagraphs": True}`):
+    for launch-bound graphs, one graph launch instead of one launch per kernel.
+
+    One graph per input signature (shapes, strides, dtypes and size arguments): captured at
+    the first call with that signature, on static copies of the inputs. Every call copies
+    its inputs into those buffers (inputs may live anywhere: their addresses may change from
+    call to call), replays, and returns copies of the outputs (the graph's own buffers are
+    overwritten by the next replay)."""
+
+    def __init__(self, call):
+        self.call = call
+        self.graphs: dict = {}
+
+    @staticmethod
+    def _key(args):
+        import torch
+
+        return tuple((a.shape, a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else a for a in args)
+
+    def __call__(self, *args):
+        import torch
+
+        key = self._key(args)
+        entry = self.graphs.get(key)
+        if entry is None:
+            entry = self.graphs[key] = self._capture(args)
+        static_in, graph, static_out = entry
+        for s, a in zip(static_in, args):
+            if isinstance(s, torch.Tensor):
+                s.copy_(a, non_blocking=True)
+        graph.replay()
+        return _clone_outputs(static_out)
+
+    def _capture(self, args):
+        import torch
+
+        # (a 0-d CPU scalar gets a device buffer: a host copy cannot be captured)
+        static_in = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype,
+                                         device="cuda" if a.dim() == 0 else a.device).copy_(a)
+                     if isinstance(a, torch.Tensor) else a for a in args]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self.call(*static_in)   # warm-up: compiles and autotunes outside the capture
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = self.call(*static_in)
+        return static_in, graph, static_out
+
+
+def _clone_outputs(out):
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out.clone()
+    if isinstance(out, (list, tuple)):
+        return type(out)(_clone_outputs(o) for o in out)
+    return out

@@ -125,3 +125,20 @@ def test_generated_source_in_the_dump(tmp_path):
     assert sources, list(tmp_path.iterdir())
     text = sources[0].read_text()
     assert "@triton.jit" in text and "def launch(" in text and "test_cuda_target.py" in text
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs need a GPU")
+def test_cudagraphs_replay_with_changing_inputs():
+    """options={"cudagraphs": True}: the graph is replayed with inputs at new addresses and of
+    new sizes (one capture per signature), outputs are fresh tensors each call."""
+    model, inputs = _on(*MODELS["gpt_block"]())
+    compiled = torch.compile(model, backend="lamina", dynamic=True,
+                             options={"strict": True, "target": "cuda", "cudagraphs": True})
+    with torch.no_grad():
+        outs = []
+        for b, t in ((2, 16), (2, 16), (3, 9), (2, 16)):
+            x = torch.randn(b, t, 128, device=DEVICE)
+            got = compiled(x)
+            torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
+            outs.append(got)
+        assert outs[0].data_ptr() != outs[1].data_ptr()

@@ -44,9 +44,11 @@ class CudaTarget:
     device = _Device()
     devices = _Devices()
     autotune = True
+    cudagraphs = False
 
-    def configure(self, autotune: bool = True, **_ignored) -> None:
+    def configure(self, autotune: bool = True, cudagraphs: bool = False, **_ignored) -> None:
         self.autotune = autotune
+        self.cudagraphs = cudagraphs
 
     def lower(self, module, dump=None) -> None:
         from ...transforms.registry import run_pass
@@ -61,4 +63,4 @@ class CudaTarget:
     def runner(self, plan, library):
         from ...runtime.plan_runner import PlanRunner
 
-        return PlanRunner(plan, library, device=self.device)
+        return PlanRunner(plan, library, device=self.device, cudagraphs=self.cudagraphs)

@@ -3,9 +3,10 @@ row programs, autotuned on the GPU at the first launch of each (kernel, sizes) s
 remembered on disk, or the heuristic first choice (`options={"autotune": False}`, the
 interpreter, LAMINA_AUTOTUNE=0).
 
-The generated `launch()` calls `run_tuned(program, key, grid, args, configs, **meta)`:
-`configs` lists candidate {XBLOCK, num_warps} dicts, heuristic first; `grid(config)` gives
-the launch grid for one. Tuning times each candidate with CUDA events (after one warm-up
+The generated `launch()` calls `run_tuned(program, (rows, lanes), grid, args, configs,
+autotune, **meta)`: `configs` lists candidate {XBLOCK, num_warps} dicts, heuristic first;
+`grid(config)` gives the launch grid for one. Launches of fewer than TUNE_MIN_ELEMENTS
+elements are launch-bound and take the heuristic config untimed (no compile-time cost). Tuning times each candidate with CUDA events (after one warm-up
 launch that compiles it) and keeps the fastest; a program only reads its inputs and writes
 its outputs, so running it several times is harmless.
 """
@@ -26,7 +27,7 @@ def persistent_configs(rblock: int) -> list[dict]:
     x = max(1, min(64, 2048 // rblock))
     warps_default = 4 if rblock * x <= 2048 else 8
     cands = [(x, warps_default), (x, 8 if warps_default == 4 else 16), (max(1, x // 2), 4),
-             (min(64, x * 2), 8), (x, 2 if warps_default == 4 else 4)]
+             (min(64, x * 2), 8)]
     out, seen = [], set()
     for xb, w in cands:
         if xb * rblock <= 16384 and (xb, w) not in seen:
@@ -63,9 +64,14 @@ def _save_disk() -> None:
         pass
 
 
+TUNE_MIN_ELEMENTS = 1 << 20   # smaller launches are launch-bound: the heuristic config, no tuning
+
+
 def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = True, **meta) -> None:
     chosen = getattr(program, "tuned", None)
-    if chosen is None or not autotune or not AUTOTUNE["enabled"] or len(configs) == 1:
+    rows, lanes = key
+    if chosen is None or not autotune or not AUTOTUNE["enabled"] or len(configs) == 1 \
+            or rows * lanes < TUNE_MIN_ELEMENTS:
         cfg = configs[0]
         program[grid(cfg)](*args, **meta, **cfg)
         return
