@@ -12,6 +12,7 @@ its outputs, so running it several times is harmless.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -21,6 +22,7 @@ _lock = threading.Lock()
 _disk: dict | None = None
 
 
+@functools.lru_cache(maxsize=None)
 def persistent_configs(rblock: int) -> list[dict]:
     """Rows per program and warps for a persistent row program with `rblock` lanes:
     about 2048 elements per program, 4 warps, first; then the neighbours."""

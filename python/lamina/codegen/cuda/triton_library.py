@@ -40,21 +40,16 @@ def _import_source(text: str, stem: str):
     return mod
 
 
-def _spec(a):
-    """What Triton specializes a kernel argument on: a tensor's 16-byte alignment (its dtype
-    is fixed by the kernel's IR), an int's value 1, divisibility by 16 and width."""
-    if type(a) is int:
-        return (a == 1, a & 15 == 0, -2**31 <= a < 2**31)
-    if hasattr(a, "data_ptr"):
-        return a.data_ptr() & 15 == 0
-    return (type(a), a)
-
-
 class FastKernel:
     """`kernel[grid](*args, **meta)` as the generated launchers write it, without Triton's
-    per-call argument binding: the first call for a specialization goes through Triton (which
-    compiles, caches and launches); later calls launch its CompiledKernel directly on torch's
-    current stream (a few microseconds instead of tens)."""
+    per-call argument binding: the first call for a signature goes through Triton (which
+    specializes, compiles, caches and launches); later calls launch its CompiledKernel
+    directly on torch's current stream (a few microseconds instead of tens).
+
+    The signature is the int arguments' values (sizes, strides: what Triton specializes on
+    is a function of them) and the meta-parameters; tensor arguments must be 16-byte aligned
+    (what Triton assumes of pointers it has seen aligned): a misaligned one takes Triton's
+    own path, every time."""
 
     def __init__(self, fn, cache_name: str = ""):
         import torch
@@ -65,6 +60,7 @@ class FastKernel:
         self.tuned: dict = {}                           # launch key -> chosen config (launch.py)
         self.constexprs = [p.name for p in fn.params if p.is_constexpr]
         self.compiled: dict = {}
+        self.tensor_pos: tuple | None = None            # positions of tensor arguments
         self._raw_stream = torch._C._cuda_getCurrentRawStream
         self._device = torch._C._cuda_getDevice
 
@@ -72,7 +68,14 @@ class FastKernel:
         return lambda *args, **meta: self._launch(grid, args, meta)
 
     def _launch(self, grid, args, meta):
-        key = (tuple(_spec(a) for a in args), tuple(meta.items()))
+        if self.tensor_pos is None:
+            self.tensor_pos = tuple(i for i, a in enumerate(args) if hasattr(a, "data_ptr"))
+        tensors = self.tensor_pos
+        for i in tensors:
+            if args[i].data_ptr() & 15:
+                self.fn[grid](*args, **meta)   # misaligned: Triton specializes it itself
+                return
+        key = (tuple(a for i, a in enumerate(args) if i not in tensors), tuple(meta.values()))
         k = self.compiled.get(key)
         if k is None:
             self.compiled[key] = self.fn[grid](*args, **meta)
