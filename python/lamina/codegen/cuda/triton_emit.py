@@ -702,7 +702,7 @@ class _KernelCodegen(_Emitter):
             call = f"{mm}({views[0]}, {views[1]})"
         else:
             call = f"torch.einsum({self._einsum(c)!r}, {views[0]}, {views[1]})"
-        if in_elem != out_elem:
+        if in_elem != out_elem and not self._rounded_back(res, in_elem):
             call = f"{call}.to({T.name_to_torch_dtype(out_elem)})"
         cname = f"c{self.contraction_count}"
         self.contraction_count += 1
@@ -721,6 +721,22 @@ class _KernelCodegen(_Emitter):
         self.materialized[res] = (cname, True, None)
         if not zero_init:
             self.accumulate_into[res] = init
+
+    def _rounded_back(self, res, elem: str) -> bool:
+        """Every use of the (f32) product rounds it to `elem` (bf16/f16), the operands'
+        type: cuBLAS's `elem` product is exactly that rounding (fp32 accumulation, one
+        rounding), so the product stays in `elem` (no f32 copy, half the bytes to read)."""
+        if elem not in ("bf16", "f16"):
+            return False
+        uses = list(res.uses)
+        for u in uses:
+            op = u.owner.operation if hasattr(u.owner, "operation") else u.owner
+            if op.name != "linalg.generic" or len(op.results) != 1 or _elem(op.results[0].type) != elem:
+                return False
+            body = [o.operation.name for o in op.regions[0].blocks[0].operations]
+            if body != ["arith.truncf", "linalg.yield"]:
+                return False
+        return bool(uses)
 
     def _is_zero_fill(self, v) -> bool:
         op = _owner(v)
