@@ -9,6 +9,8 @@ with its operands in order (tensors, then sizes for index operands), outputs las
 """
 from __future__ import annotations
 
+import re
+
 from ..dialect import symbols as S
 from ..dialect import types as T
 from .compiled_graph import CompiledGraph, _contiguous_strides, _empty_function, _tuple_source
@@ -34,7 +36,9 @@ class PlanRunner(CompiledGraph):
               "_dtypes": [T.name_to_torch_dtype(dt) for _, dt in self.plan.outputs],
               "_view_dtypes": {dt: T.name_to_torch_dtype(dt) for dt in self._element_types()}}
         for launch in self.plan.launches:
-            ns[f"_k_{launch.kernel}"] = self.library.launcher(launch.kernel)
+            fn = self.library.launcher(launch.kernel)
+            if fn is not None:
+                ns[f"_k_{launch.kernel}"] = fn
         return ns
 
     def _rank0_inputs(self) -> list[bool]:
@@ -107,7 +111,19 @@ class PlanRunner(CompiledGraph):
         elif views:
             lines.append(f"    _a = _graph.arena({S.python_expr(arena) if isinstance(arena, str) else arena})")
             lines.extend(f"    {line}" for line in view_lines)
+        views_of = getattr(self.library, "view_outputs", {})
         for launch in plan.launches:
+            n_in = len(launch.inputs)
+            for arg, expr in sorted(views_of.get(launch.kernel, {}).items()):
+                # an output that is a view of an input (lamina-gpu-operand-views): bound, not copied
+                names = [slot_name[s] for s in launch.inputs]
+                expr = re.sub(r"\ba(\d+)_size(\d+)\b", lambda m: f"{names[int(m.group(1))]}.shape[{m.group(2)}]", expr)
+                expr = re.sub(r"\ba(\d+)\b", lambda m: names[int(m.group(1))], expr)
+                slot = launch.outputs[arg - n_in]
+                slot_name[slot] = f"w{slot}"
+                lines.append(f"    w{slot} = {expr}")
+            if self.library.launcher(launch.kernel) is None:
+                continue   # nothing left to compute
             args = [slot_name[s] for s in launch.inputs] + [slot_name[s] for s in launch.outputs]
             lines.append(f"    _k_{launch.kernel}({', '.join(args)})")
         lines.append(f"    return {returned}")

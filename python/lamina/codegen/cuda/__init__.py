@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from ..target import register_target
-from . import triton_emit  # noqa: F401  (registers lamina-to-triton)
+from . import operand_views, triton_emit  # noqa: F401  (register lamina-gpu-operand-views, lamina-to-triton)
 
 
 def interpreting() -> bool:
@@ -53,6 +53,7 @@ class CudaTarget:
     def lower(self, module, dump=None) -> None:
         from ...transforms.registry import run_pass
 
+        run_pass("lamina-gpu-operand-views", module)
         run_pass("lamina-to-triton", module)
 
     def load(self, module):

@@ -549,7 +549,11 @@ class _KernelCodegen(_Emitter):
             self._contraction(c)
         # 2. the stored results, grouped by row structure
         groups: dict = {}
+        from .operand_views import view_outputs_of
+        views = view_outputs_of(k.func)
         for v, out_arg in k.stores:
+            if out_arg in views:
+                continue   # the runner binds a view of the input (lamina-gpu-operand-views)
             if v in self.materialized and self.materialized[v][2] == out_arg:
                 continue   # written by its contraction directly
             if self._is_undefined(v):
@@ -654,6 +658,20 @@ class _KernelCodegen(_Emitter):
             if inner is None:
                 return None
             return f"{inner}.reshape({', '.join(self._launcher_sizes(v))},)"
+        if op.name == "tensor.extract_slice":
+            inner = self._torch_view(op.operands[0])
+            src_rank = ir.ShapedType(op.operands[0].type).rank
+            static = {part: list(ir.DenseI64ArrayAttr(op.attributes[f"static_{part}"]))
+                      for part in ("offsets", "sizes", "strides")}
+            if inner is None or any(x == ir.ShapedType.get_dynamic_size() or x < 0
+                                    for part in static.values() for x in part):
+                return None   # static slices only
+            dropped = _dropped_dims(op, src_rank, ir.ShapedType(v.type).rank, static["sizes"])
+            index = []
+            for d in range(src_rank):
+                o, n, st = static["offsets"][d], static["sizes"][d], static["strides"][d]
+                index.append(str(o) if d in dropped else f"{o}:{o + n * st}:{st}")
+            return f"{inner}[{', '.join(index)}]"
         return None
 
     def _launcher_sizes(self, v) -> list[str]:
@@ -824,6 +842,8 @@ class _KernelCodegen(_Emitter):
         out.append(f"def launch({', '.join(params)}):")
         body = list(self.launcher) or ["pass"]
         out.extend("    " + line for line in body)
+        out.append("")
+        out.append(f"HAS_WORK = {bool(self.launcher)}   # False: every output is a view the runner binds")
         out.append("")
         return KernelSource(k.name, "\n".join(out), names, dict(self.constant_data))
 

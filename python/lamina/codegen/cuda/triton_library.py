@@ -13,6 +13,7 @@ from pathlib import Path
 from mlir import ir
 
 from ...dialect import types as T
+from .operand_views import view_outputs_of
 from .triton_emit import SOURCE_ATTR, constants_of
 
 
@@ -92,6 +93,7 @@ class TritonKernelLibrary:
 
         self.device = device
         self.sources: dict[str, str] = {}
+        self.view_outputs: dict[str, dict[int, str]] = {}   # kernel -> {output arg: torch view expression}
         self._launchers = {}
         for op in module.body.operations:
             if op.operation.name != "func.func" or SOURCE_ATTR not in op.attributes:
@@ -99,6 +101,7 @@ class TritonKernelLibrary:
             name = ir.StringAttr(op.attributes["sym_name"]).value
             text = ir.StringAttr(op.attributes[SOURCE_ATTR]).value
             self.sources[name] = text
+            self.view_outputs[name] = view_outputs_of(op)
             mod = _import_source(text, name)
             # Loading happens while AOTAutograd traces under a fake mode: the constants must be
             # real device tensors.
@@ -113,7 +116,7 @@ class TritonKernelLibrary:
                 for attr, value in list(vars(mod).items()):
                     if isinstance(value, JITFunction):   # the module's own programs
                         setattr(mod, attr, FastKernel(value, f"{mod.__name__}.{attr}"))
-            self._launchers[name] = mod.launch
+            self._launchers[name] = mod.launch if getattr(mod, "HAS_WORK", True) else None
 
     def launcher(self, kernel: str):
         return self._launchers[kernel]

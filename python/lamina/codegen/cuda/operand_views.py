@@ -1,0 +1,164 @@
+"""lamina-gpu-operand-views (L5, cuda target): kernel outputs that are only a view of an
+input (a transpose, a reshape, a slice: attention's K^T and head reshapes, which lamina's
+target-neutral fusion puts in data-movement kernels of their own) and that only ever feed
+contractions become torch views instead of copies: cuBLAS reads strided operands directly,
+as Inductor hands its bmm strided views.
+
+The decision is recorded on the kernel as `lamina.view_outputs = {"<output position>":
+"<torch expression of the kernel's arguments>"}`; lamina-to-triton then writes nothing for
+those outputs, and the plan runner binds their slots to the expression (a kernel left with
+no work is not launched). Conditions, checked on the graph function (lamina-kernel-abi form):
+
+* the stored value is a chain of transpose / collapse / expand / reshape / static slices of
+  one kernel input;
+* every later use of the output buffer is a kernel argument used only as a contraction
+  operand (directly or through such views) in that kernel, and it is not a graph output;
+* the viewed input stays intact until the last such use: a graph input, or an arena buffer
+  (static offset) that no call from the producer to the last consumer, inclusive, writes
+  into (the memory plan only kept it alive until the producer).
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from ...lowering.tiling import _is_contraction
+from .triton_emit import _Kernel, _KernelCodegen, _owner
+
+VIEW_OUTPUTS = "lamina.view_outputs"
+_VIEW_OPS = ("linalg.transpose", "tensor.collapse_shape", "tensor.expand_shape", "tensor.reshape", "tensor.extract_slice")
+
+
+def _functions(module) -> dict:
+    return {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+            if op.operation.name == "func.func"}
+
+
+def _graph(module):
+    return next((op for op in module.body.operations
+                 if op.operation.name == "func.func" and "lamina.graph" in op.attributes), None)
+
+
+def _view_root(v: ir.Value, k: _Kernel):
+    """The kernel argument `v` is a pure view of, or None."""
+    while True:
+        if v in k.tensor_of_arg:
+            return k.tensor_of_arg[v]
+        op = _owner(v)
+        if op is None or op.name not in _VIEW_OPS:
+            return None
+        v = op.operands[0]
+
+
+def _only_contraction_operand(v: ir.Value) -> bool:
+    uses = list(v.uses)
+    if not uses:
+        return False
+    for u in uses:
+        op = u.owner.operation if hasattr(u.owner, "operation") else u.owner
+        if _is_contraction(op):
+            if u.operand_number > 1:       # the init: written, not a view to read
+                return False
+            continue
+        if op.name in _VIEW_OPS and u.operand_number == 0 and all(_only_contraction_operand(r) for r in op.results):
+            continue
+        return False
+    return True
+
+
+def _arena_range(v: ir.Value, arena: ir.Value):
+    """[start, end) bytes of a `memref.view` of the arena at a static offset, else None."""
+    op = _owner(v)
+    if op is None or op.name != "memref.view" or op.operands[0] != arena:
+        return None
+    off = _owner(op.operands[1])
+    t = ir.MemRefType(v.type)
+    if off is None or off.name != "arith.constant" or not t.has_static_shape:
+        return None
+    start = ir.IntegerAttr(off.attributes["value"]).value
+    nbytes = t.element_type.width // 8 if hasattr(t.element_type, "width") else 4
+    for d in t.shape:
+        nbytes *= d
+    return start, start + nbytes
+
+
+def operand_views(module, **options) -> None:
+    graph = _graph(module)
+    if graph is None:
+        return
+    funcs = _functions(module)
+    block = graph.regions[0].blocks[0]
+    args = list(block.arguments)
+    arena = args[-1] if args and isinstance(args[-1].type, ir.MemRefType) and \
+        str(ir.MemRefType(args[-1].type).element_type) == "i8" else None
+    calls = [op for op in block.operations if op.operation.name == "func.call"]
+    kernels = {}
+    for c in calls:
+        callee = ir.FlatSymbolRefAttr(c.attributes["callee"]).value
+        kernels[c] = (funcs[callee], _Kernel(funcs[callee]))
+    for i, call in enumerate(calls):
+        func, k = kernels[call]
+        outs = {}
+        cg = None
+        for v, out_arg in k.stores:
+            root = _view_root(v, k)
+            if root is None:
+                continue
+            m_out, m_src = call.operands[out_arg], call.operands[root]
+            if m_out in args:                       # a graph output: must be a real tensor
+                continue
+            consumers = []
+            ok = True
+            for u in m_out.uses:
+                user = u.owner.operation if hasattr(u.owner, "operation") else u.owner
+                if user == call.operation:
+                    continue
+                if user.name != "func.call":
+                    ok = False
+                    break
+                cfunc, ck = kernels[next(c for c in calls if c.operation == user)]
+                arg = ck.args[u.operand_number]
+                t = next((tv for tv, a in ck.tensor_of_arg.items() if a == u.operand_number), None)
+                if t is None or not _only_contraction_operand(t):
+                    ok = False
+                    break
+                consumers.append(calls.index(next(c for c in calls if c.operation == user)))
+            if not ok or not consumers or min(consumers) <= i:
+                continue
+            if m_src not in args:                  # an arena buffer: intact until the last consumer?
+                src = _arena_range(m_src, arena) if arena is not None else None
+                if src is None:
+                    continue
+                for later in calls[i + 1:max(consumers) + 1]:
+                    lf, lk = kernels[later]
+                    for _, o in lk.stores:
+                        r = _arena_range(later.operands[o], arena)
+                        if r is None or (r[0] < src[1] and src[0] < r[1]):
+                            ok = False
+                if not ok:
+                    continue
+            cg = cg or _KernelCodegen(func)
+            expr = cg._torch_view(v)
+            if expr is None:
+                continue
+            outs[str(out_arg)] = ir.StringAttr.get(expr)
+        if outs:
+            func.attributes[VIEW_OUTPUTS] = ir.DictAttr.get(outs)
+
+
+def view_outputs_of(func) -> dict[int, str]:
+    """{kernel argument index of an output: torch expression of the kernel's arguments}."""
+    if VIEW_OUTPUTS not in func.attributes:
+        return {}
+    d = ir.DictAttr(func.attributes[VIEW_OUTPUTS])
+    return {int(name.name): ir.StringAttr(name.attr).value for name in d}
+
+
+def _register() -> None:
+    from ...transforms.registry import register_pass
+
+    register_pass("lamina-gpu-operand-views", level="L5",
+                  description="cuda target: kernel outputs that are views of an input and only feed contractions "
+                              "become torch views, not copies (lamina.view_outputs)")(operand_views)
+
+
+_register()
