@@ -13,7 +13,7 @@ import re
 
 from ..dialect import symbols as S
 from ..dialect import types as T
-from .compiled_graph import CompiledGraph, _contiguous_strides, _empty_function, _tuple_source
+from .compiled_graph import CompiledGraph, _empty_function, _tuple_source
 
 _ALIGN = 256   # device buffer offsets: the memory plan's 64 bytes, rounded up for vector loads
 
@@ -60,8 +60,6 @@ class PlanRunner(CompiledGraph):
         return wrapped
 
     def make_views(self, nbytes: int):
-        import torch
-
         ns = {}
         exec(compile(self._view_source, f"<lamina {self.plan.graph} views>", "exec"), ns)
         self.views = ns["make"](self.arena(nbytes), {dt: T.name_to_torch_dtype(dt) for dt in self._element_types()})

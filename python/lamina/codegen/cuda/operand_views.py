@@ -115,8 +115,7 @@ def operand_views(module, **options) -> None:
                 if user.name != "func.call":
                     ok = False
                     break
-                cfunc, ck = kernels[next(c for c in calls if c.operation == user)]
-                arg = ck.args[u.operand_number]
+                _, ck = kernels[next(c for c in calls if c.operation == user)]
                 t = next((tv for tv, a in ck.tensor_of_arg.items() if a == u.operand_number), None)
                 if t is None or not _only_contraction_operand(t):
                     ok = False
@@ -129,7 +128,7 @@ def operand_views(module, **options) -> None:
                 if src is None:
                     continue
                 for later in calls[i + 1:max(consumers) + 1]:
-                    lf, lk = kernels[later]
+                    _, lk = kernels[later]
                     for _, o in lk.stores:
                         r = _arena_range(later.operands[o], arena)
                         if r is None or (r[0] < src[1] and src[0] < r[1]):

@@ -57,7 +57,6 @@ class KernelSource:
     name: str
     text: str                       # the Python module: @triton.jit functions + launch()
     programs: list[str] = field(default_factory=list)   # names of the @triton.jit functions
-    constants: dict = field(default_factory=dict)       # name -> (numpy array, dtype name)
 
 
 # ---- small expression helpers ----------------------------------------------------------------
@@ -251,7 +250,6 @@ class _Program:
         self.counter = 0
         self.params: list[str] = []       # scalar parameters used (sizes, strides, symbols)
         self.tensor_params: list[str] = []
-        self.lane_domains: dict[str, str] = {}   # lane domain size expression -> mask var
 
     # -- emission ---------------------------------------------------------------------------
     def fresh(self, prefix: str = "v") -> str:
@@ -305,8 +303,6 @@ class _Emitter:
         self.programs: list[tuple[_Program, dict]] = []  # (program, launch info)
         self.launcher: list[str] = []                    # lines of launch()'s body
         self.materialized: dict = {}                     # tensor value -> (tensor name, contiguous)
-        self.constants: dict = {}                        # dense constant value -> name
-        self.constant_data: dict = {}
         self.temp_count = 0
         self.contraction_count = 0
         self.launcher_sizes_done: set = set()
@@ -406,9 +402,8 @@ class _Emitter:
 # grouping, the contractions and the launcher.
 
 class _Eval:
-    def __init__(self, e: _Emitter, p: _Program, lane_var: str | None, mask_of):
+    def __init__(self, e: _Emitter, p: _Program):
         self.e, self.p = e, p
-        self.lane_var = lane_var
 
     # -- addresses ----------------------------------------------------------------------------
     def tensor_load(self, name: str, v: ir.Value, idx: list[str], mask: str | None, contiguous: bool,
@@ -845,7 +840,7 @@ class _KernelCodegen(_Emitter):
         out.append("")
         out.append(f"HAS_WORK = {bool(self.launcher)}   # False: every output is a view the runner binds")
         out.append("")
-        return KernelSource(k.name, "\n".join(out), names, dict(self.constant_data))
+        return KernelSource(k.name, "\n".join(out), names)
 
 
 def _expr_deps(e, loop_sets) -> set:
@@ -1007,7 +1002,7 @@ class _ProgramBuilder:
 
     def _store(self, tname: str, v, idx, val: str, contiguous: bool, arg) -> None:
         p = self.p
-        ev = _Eval(self.cg, p, None, None)
+        ev = _Eval(self.cg, p)
         if contiguous:
             off = ev.p_linear(idx, [p.sizes_in_kernel(s) for s in self.shape])
         else:
@@ -1034,7 +1029,7 @@ class _ProgramBuilder:
 
     def _value(self, v, idx, cond) -> str:
         p, cg = self.p, self.cg
-        ev = _Eval(cg, p, None, None)
+        ev = _Eval(cg, p)
         if v in cg.materialized:
             name, contiguous, _ = cg.materialized[v]
             val = ev.tensor_load(name, v, idx, cond, True)
@@ -1170,7 +1165,7 @@ class _ProgramBuilder:
             if dense.is_splat:
                 return self._literal(dense.get_splat_value(), elem)
             cname = f"k{[c.operation for c in _dense_constants(self.cg.k.func)].index(op.operation)}"
-            ev = _Eval(self.cg, self.p, None, None)
+            ev = _Eval(self.cg, self.p)
             return ev.tensor_load(cname, v, idx, cond, True)
         return self._literal(attr, elem)
 
