@@ -142,3 +142,63 @@ def test_cudagraphs_replay_with_changing_inputs():
             torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
             outs.append(got)
         assert outs[0].data_ptr() != outs[1].data_ptr()
+
+
+def test_launch_config_set_in_the_ir_replaces_autotuning():
+    """lamina.triton_configs on a kernel (edited IR, replayed with lamina-to-triton) fixes a
+    row program's launch config; a malformed one is an error, not a silent default."""
+    from mlir import ir
+
+    from lamina import dialect
+    from lamina.codegen.cuda.triton_emit import CONFIGS_ATTR, SOURCE_ATTR, Unsupported
+    from lamina.transforms.registry import run_pass
+
+    text = """func.func @sm(%x: tensor<64x300xf32>) -> tensor<64x300xf32> attributes {lamina.graph} {
+      %0 = "lamina.softmax"(%x) {dim = 1 : i64} : (tensor<64x300xf32>) -> tensor<64x300xf32>
+      return %0 : tensor<64x300xf32>
+    }"""
+    for config, ok in (("XBLOCK=2,num_warps=8", True), ("XBLOCK=two", False)):
+        ctx = dialect.make_context()
+        with ctx:
+            module = ir.Module.parse(text)
+            for p in ("lamina-fuse", "lamina-outline-kernels", "lamina-plan-memory", "lamina-to-linalg",
+                      "lamina-kernel-abi"):
+                run_pass(p, module)
+            kernel = next(op for op in module.body.operations if "lamina.kernel" in op.attributes)
+            kernel.attributes[CONFIGS_ATTR] = ir.DictAttr.get({"g0_persistent": ir.StringAttr.get(config)})
+            if ok:
+                run_pass("lamina-to-triton", module)
+                source = ir.StringAttr(kernel.attributes[SOURCE_ATTR]).value
+                assert "[{'XBLOCK': 2, 'num_warps': 8}]" in source and "persistent_configs(_rb)" not in source
+            else:
+                with pytest.raises(Unsupported, match="bad config"):
+                    run_pass("lamina-to-triton", module)
+
+
+def test_autotuned_configs_are_recorded_in_the_ir(monkeypatch, tmp_path):
+    """What autotuning chose in an earlier run (on disk, for exactly this kernel source)
+    shows on the kernel as lamina.triton_autotuned when it is compiled again."""
+    from mlir import ir
+
+    from lamina import dialect
+    from lamina.codegen.cuda import launch
+    from lamina.codegen.cuda.triton_emit import TUNED_ATTR, emit_kernel
+    from lamina.codegen.cuda.triton_library import module_name
+    from lamina.transforms.registry import run_pass
+
+    monkeypatch.setenv("LAMINA_CACHE_DIR", str(tmp_path))
+    text = """func.func @sm(%x: tensor<64x300xf32>) -> tensor<64x300xf32> attributes {lamina.graph} {
+      %0 = "lamina.softmax"(%x) {dim = 1 : i64} : (tensor<64x300xf32>) -> tensor<64x300xf32>
+      return %0 : tensor<64x300xf32>
+    }"""
+    with dialect.make_context():
+        module = ir.Module.parse(text)
+        for p in ("lamina-fuse", "lamina-outline-kernels", "lamina-plan-memory", "lamina-to-linalg", "lamina-kernel-abi"):
+            run_pass(p, module)
+        kernel = next(op for op in module.body.operations if "lamina.kernel" in op.attributes)
+        src = emit_kernel(kernel)
+        key = f"{module_name(src.text, src.name)}.{src.name}_g0_persistent|(64, 300)|[]"
+        monkeypatch.setattr(launch, "_disk", {key: {"XBLOCK": 4, "num_warps": 8}})
+        run_pass("lamina-to-triton", module)
+        recorded = ir.DictAttr(kernel.attributes[TUNED_ATTR])
+        assert [(n.name, ir.StringAttr(n.attr).value) for n in recorded] == [("g0_persistent 64x300", "XBLOCK=4,num_warps=8")]

@@ -112,3 +112,21 @@ def _tune(program, key, grid, args, configs, meta) -> dict:
         _load_disk()[disk_key] = best
         _save_disk()
     return best
+
+
+def tuned_results(source_text: str, kernel: str) -> dict[str, str]:
+    """{"<program> <rows>x<lanes>": "XBLOCK=..,num_warps=.."} that autotuning recorded on
+    disk for the programs of this exact kernel source (for the IR: lamina.triton_autotuned)."""
+    from .triton_library import module_name
+
+    prefix = module_name(source_text, kernel) + "."
+    with _lock:
+        disk = _load_disk()
+    out = {}
+    for key, cfg in disk.items():
+        name, sizes, _ = key.split("|", 2)
+        if name.startswith(prefix) and isinstance(cfg, dict):
+            rows_lanes = "x".join(x.strip() for x in sizes.strip("()").split(","))
+            program = name[len(prefix) + len(kernel) + 1:]
+            out[f"{program} {rows_lanes}"] = f"XBLOCK={cfg.get('XBLOCK')},num_warps={cfg.get('num_warps')}"
+    return out

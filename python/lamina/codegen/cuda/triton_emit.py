@@ -466,6 +466,8 @@ def emit_kernel(func) -> KernelSource:
 
 
 SOURCE_ATTR = "lamina.triton"
+CONFIGS_ATTR = "lamina.triton_configs"     # set by hand: fixed launch configs (no autotuning)
+TUNED_ATTR = "lamina.triton_autotuned"     # recorded: configs autotuning chose in earlier runs
 
 
 def _dense_constants(func) -> list:
@@ -501,9 +503,17 @@ def _kernel_functions(module):
 
 
 def to_triton(module, **options) -> None:
-    """Attach the Triton source of every kernel as its `lamina.triton` attribute."""
+    """Attach the Triton source of every kernel as its `lamina.triton` attribute, and the
+    launch configs autotuning chose for its programs in earlier runs (the on-disk results
+    for exactly this source) as `lamina.triton_autotuned`."""
+    from .launch import tuned_results
+
     for func in _kernel_functions(module):
-        func.attributes[SOURCE_ATTR] = ir.StringAttr.get(emit_kernel(func).text)
+        src = emit_kernel(func)
+        func.attributes[SOURCE_ATTR] = ir.StringAttr.get(src.text)
+        tuned = tuned_results(src.text, src.name)
+        if tuned:
+            func.attributes[TUNED_ATTR] = ir.DictAttr.get({k: ir.StringAttr.get(v) for k, v in sorted(tuned.items())})
 
 
 def _register() -> None:
@@ -814,11 +824,32 @@ class _KernelCodegen(_Emitter):
         L.append("if _rows > 0:")
         L.append(f"    if _lanes <= {PERSISTENT_MAX}:")
         L.append("        _rb = 1 << (_lanes - 1).bit_length()")
+        fixed = self._fixed_config(p.name)
+        configs = f"[{fixed!r}]" if fixed else "persistent_configs(_rb)"
         L.append(f"        run_tuned({p.name}, (_rows, _lanes), lambda c: ((_rows + c['XBLOCK'] - 1) // c['XBLOCK'],), "
-                 f"({', '.join(info['call_args'])},), persistent_configs(_rb), _autotune, RBLOCK=_rb, INDEX64=_rows * _lanes >= 2**31)")
+                 f"({', '.join(info['call_args'])},), {configs}, _autotune, RBLOCK=_rb, INDEX64=_rows * _lanes >= 2**31)")
         L.append("    else:")
         L.append(f"        {pl.name}[(_rows,)]({', '.join(infol['call_args'])}, XBLOCK=1, RBLOCK={LOOP_RBLOCK}, "
                  f"INDEX64=_rows * _lanes >= 2**31, num_warps=8)")
+
+    def _fixed_config(self, program: str) -> dict | None:
+        """A launch config set on the kernel by hand: `lamina.triton_configs = {"<program>":
+        "XBLOCK=4,num_warps=8"}` (the program name without the kernel's prefix, e.g.
+        "g0_persistent"); it replaces autotuning for that program."""
+        if CONFIGS_ATTR not in self.k.func.attributes:
+            return None
+        short = program[len(self.k.name) + 1:]
+        for named in ir.DictAttr(self.k.func.attributes[CONFIGS_ATTR]):
+            if named.name == short:
+                text = ir.StringAttr(named.attr).value
+                try:
+                    cfg = {kv.split("=")[0].strip(): int(kv.split("=")[1]) for kv in text.split(",") if kv.strip()}
+                except (IndexError, ValueError):
+                    raise Unsupported(f"{CONFIGS_ATTR}: bad config {text!r} for {short}") from None
+                if set(cfg) != {"XBLOCK", "num_warps"}:
+                    raise Unsupported(f"{CONFIGS_ATTR}: {short} needs XBLOCK and num_warps, got {text!r}")
+                return cfg
+        return None
 
     # -- the module text -----------------------------------------------------------------------------
     def _source(self) -> KernelSource:

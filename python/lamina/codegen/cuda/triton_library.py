@@ -24,14 +24,24 @@ def source_cache_dir() -> Path:
     return path
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def module_name(text: str, stem: str) -> str:
+    """The import name of a kernel's generated module (by content: a second process, or a
+    recompile of the same kernel, gets the same name)."""
+    return f"lamina_triton_{stem}_{_digest(text)}"
+
+
 def _import_source(text: str, stem: str):
-    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+    digest = _digest(text)
     path = source_cache_dir() / f"{stem}_{digest}.py"
     if not path.exists() or path.read_text() != text:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text)
         os.replace(tmp, path)   # atomic: a concurrent process sees the old file or the whole new one
-    name = f"lamina_triton_{stem}_{digest}"
+    name = module_name(text, stem)
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
