@@ -239,7 +239,38 @@ def _compile_whole(gm, name, options, entry):
     entry["kernels"] = result.compiled.num_kernels
     entry["partitions"] = 1
     entry["stage_s"] = {k: round(v, 4) for k, v in result.stage_seconds.items()}
+    if getattr(result.compiled, "compiles_on_first_call", False):
+        return _first_call_guard(fn, gm, name, options, entry)
     return fn
+
+
+def _first_call_guard(fn, gm, name, options, entry):
+    """Targets that finish compiling at the first call (Triton compiles each program at its
+    first launch): a failure there falls back to the eager graph like a failed compile (one
+    warning; `strict` raises), instead of breaking the user's program."""
+    state = {"fn": None}
+
+    def guarded(*args):
+        if state["fn"] is not None:
+            return state["fn"](*args)
+        try:
+            out = fn(*args)
+        except Exception as e:  # noqa: BLE001 - lamina's failure, not the user's
+            if options.strict:
+                raise LaminaCompileError(f"lamina (strict): {name} failed at its first call: "
+                                         f"{type(e).__name__}: {e}") from e
+            _warn_once(f"lamina: {name} failed at its first call ({type(e).__name__}: "
+                       f"{str(e).splitlines()[0] if str(e) else ''}); running it eagerly from now on. "
+                       "Set LAMINA_STRICT=1 to make this an error.")
+            entry["fallback_ops"] = sorted({_op_name(n) for n in _aten_nodes(gm)})
+            entry["error"] = f"{type(e).__name__}: {e}"
+            state["fn"] = gm
+            return gm(*args)
+        state["fn"] = fn
+        return out
+
+    guarded.compiled_graph = getattr(fn, "compiled_graph", None)
+    return guarded
 
 
 def _compile_failed(gm, name, options, entry, error):

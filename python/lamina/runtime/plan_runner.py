@@ -19,6 +19,7 @@ _ALIGN = 256   # device buffer offsets: the memory plan's 64 bytes, rounded up f
 
 
 class PlanRunner(CompiledGraph):
+    compiles_on_first_call = True   # Triton compiles each program at its first launch
     def __init__(self, plan, library, device: str, cudagraphs: bool = False):
         self.plan = plan
         self.library = library

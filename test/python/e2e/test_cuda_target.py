@@ -202,3 +202,30 @@ def test_autotuned_configs_are_recorded_in_the_ir(monkeypatch, tmp_path):
         run_pass("lamina-to-triton", module)
         recorded = ir.DictAttr(kernel.attributes[TUNED_ATTR])
         assert [(n.name, ir.StringAttr(n.attr).value) for n in recorded] == [("g0_persistent 64x300", "XBLOCK=4,num_warps=8")]
+
+
+def test_a_failure_at_the_first_launch_falls_back(monkeypatch):
+    """Triton compiles a program at its first launch: a failure there (here injected) runs the
+    graph eagerly with one warning instead of breaking the program; strict raises."""
+    from lamina.backend.errors import LaminaCompileError, LaminaFallbackWarning
+    from lamina.codegen.cuda import triton_library
+
+    def broken(self, kernel):
+        def launch(*args):
+            raise RuntimeError("injected: Triton failed to compile")
+        return launch
+
+    monkeypatch.setattr(triton_library.TritonKernelLibrary, "launcher", broken)
+
+    def f(x):
+        return torch.softmax(x * 3, -1)
+
+    x = torch.randn(5, 7, device=DEVICE)
+    compiled = torch.compile(f, backend="lamina", options={"target": "cuda"})
+    with pytest.warns(LaminaFallbackWarning, match="failed at its first call"):
+        torch.testing.assert_close(compiled(x), f(x))
+    torch.testing.assert_close(compiled(x), f(x))       # stays on the eager graph
+    torch._dynamo.reset()
+    strict = torch.compile(f, backend="lamina", options={"target": "cuda", "strict": True})
+    with pytest.raises(LaminaCompileError, match="failed at its first call"):
+        strict(x)
