@@ -19,5 +19,5 @@ func.func @mm(%x: tensor<32x64xf32>, %w: tensor<48x64xf32>, %b: tensor<48xf32>) 
 // CHECK: tl.where({{.*}}, 0.0, [[S]])
 // CHECK: tl.store(a3 + xoff,
 // CHECK: def launch(a0, a1, a2, a3):
-// CHECK-NEXT: c0 = torch.mm(a0, a1)
+// CHECK: c0 = torch.mm(a0, a1)
 // CHECK: mm_kernel_1_g0_flat[((_n + 1023) // 1024,)](c0, a2, a3

@@ -813,7 +813,7 @@ class _KernelCodegen(_Emitter):
             L.append(f"_n = {numel}")
             L.append("if _n > 0:")
             L.append(f"    {p.name}[((_n + {FLAT_XBLOCK - 1}) // {FLAT_XBLOCK},)]({', '.join(info['call_args'])}, "
-                     f"XBLOCK={FLAT_XBLOCK}, INDEX64=_n >= 2**31, num_warps=4)")
+                     f"XBLOCK={FLAT_XBLOCK}, INDEX64=_big or _n >= 2**31, num_warps=4)")
             return
         p, info = built["persistent"]
         pl, infol = built["looped"]
@@ -827,10 +827,10 @@ class _KernelCodegen(_Emitter):
         fixed = self._fixed_config(p.name)
         configs = f"[{fixed!r}]" if fixed else "persistent_configs(_rb)"
         L.append(f"        run_tuned({p.name}, (_rows, _lanes), lambda c: ((_rows + c['XBLOCK'] - 1) // c['XBLOCK'],), "
-                 f"({', '.join(info['call_args'])},), {configs}, _autotune, RBLOCK=_rb, INDEX64=_rows * _lanes >= 2**31)")
+                 f"({', '.join(info['call_args'])},), {configs}, _autotune, RBLOCK=_rb, INDEX64=_big or _rows * _lanes >= 2**31)")
         L.append("    else:")
         L.append(f"        {pl.name}[(_rows,)]({', '.join(infol['call_args'])}, XBLOCK=1, RBLOCK={LOOP_RBLOCK}, "
-                 f"INDEX64=_rows * _lanes >= 2**31, num_warps=8)")
+                 f"INDEX64=_big or _rows * _lanes >= 2**31, num_warps=8)")
 
     def _fixed_config(self, program: str) -> dict | None:
         """A launch config set on the kernel by hand: `lamina.triton_configs = {"<program>":
@@ -866,7 +866,13 @@ class _KernelCodegen(_Emitter):
             names.append(p.name)
         params = [f"a{i}" for i in range(len(k.args))]
         out.append(f"def launch({', '.join(params)}):")
-        body = list(self.launcher) or ["pass"]
+        body = list(self.launcher)
+        if any("INDEX64=_big" in line for line in body):
+            # 64-bit offsets when any tensor the programs address has 2^31 elements or more
+            tensors = [f"a{i}" for i in range(len(k.args)) if isinstance(k.args[i].type, ir.MemRefType)]
+            body.insert(0, f"_big = max({', '.join(f'{t}.numel()' for t in tensors)}, 0) >= 2**31" if tensors
+                        else "_big = False")
+        body = body or ["pass"]
         out.extend("    " + line for line in body)
         out.append("")
         out.append(f"HAS_WORK = {bool(self.launcher)}   # False: every output is a view the runner binds")
