@@ -23,6 +23,6 @@ func.func @g(%x: tensor<?x64xf32, ["s0"]>, %b: tensor<64xf32>) -> tensor<?x64xf3
 // CHECK: [[T:v[0-9]+]] = lh.tanh([[S]])  # pointwise.mlir:10
 // CHECK: tl.store(a3 + xoff, [[T]].to(tl.float32), mask=xmask)
 // CHECK: def launch(a0, a1, a2, a3):
-// CHECK-NEXT: _big = max(a0.numel(), a1.numel(), a2.numel(), a3.numel(), 0) >= 2**31
+// CHECK-NEXT: _big = max(a0.numel(), a1.numel(), a3.numel(), 0) >= 2**31
 // CHECK-NEXT: a0_size0 = a0.shape[0]
 // CHECK: g_kernel_0_g0_flat[((_n + 1023) // 1024,)](a0, a1, a3, a0_size0, XBLOCK=1024
