@@ -59,10 +59,23 @@ def _only_contraction_operand(v: ir.Value) -> bool:
             if u.operand_number > 1:       # the init: written, not a view to read
                 return False
             continue
-        if op.name in _VIEW_OPS and u.operand_number == 0 and all(_only_contraction_operand(r) for r in op.results):
+        if op.name in _VIEW_OPS and u.operand_number == 0 and _static_view(op) \
+                and all(_only_contraction_operand(r) for r in op.results):
             continue
         return False
     return True
+
+
+def _static_view(op) -> bool:
+    """A view op the consumer's contraction can express as a torch view of a strided tensor
+    (lamina-to-triton's `_torch_view`: slices only with static offsets, sizes and strides);
+    anything else would be materialized by a Triton program, which reads its argument as
+    contiguous."""
+    if op.name != "tensor.extract_slice":
+        return True
+    return all(x >= 0 and x != ir.ShapedType.get_dynamic_size()
+               for part in ("offsets", "sizes", "strides")
+               for x in ir.DenseI64ArrayAttr(op.attributes[f"static_{part}"]))
 
 
 def _arena_range(v: ir.Value, arena: ir.Value):
