@@ -1,0 +1,225 @@
+"""Reading a kernel for Triton code generation: its arguments and stored results
+(`_Kernel`), linalg indexing maps and iterators, constants and locations, and the small
+string algebra the generated index expressions are built with (`_mul`, `_add`, ...).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from mlir import ir
+
+from ...lowering.tiling import _is_contraction
+
+
+_TL_TYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "f64": "tl.float64",
+             "i64": "tl.int64", "i32": "tl.int32", "i16": "tl.int16", "i8": "tl.int8", "i1": "tl.int1"}
+
+
+class Unsupported(Exception):
+    """The kernel uses something this code generator does not handle (the graph falls back)."""
+
+
+def _is_int(s: str) -> bool:
+    return re.fullmatch(r"-?\d+", s) is not None
+
+
+def _mul(a: str, b: str) -> str:
+    if a == "0" or b == "0":
+        return "0"
+    if a == "1":
+        return b
+    if b == "1":
+        return a
+    if _is_int(a) and _is_int(b):
+        return str(int(a) * int(b))
+    return f"({a} * {b})"
+
+
+def _add(a: str, b: str) -> str:
+    if a == "0":
+        return b
+    if b == "0":
+        return a
+    if _is_int(a) and _is_int(b):
+        return str(int(a) + int(b))
+    return f"({a} + {b})"
+
+
+def _prod(xs) -> str:
+    out = "1"
+    for x in xs:
+        out = _mul(out, x)
+    return out
+
+
+def _elem(t: ir.Type) -> str:
+    return str(t.element_type) if isinstance(t, ir.ShapedType) else str(t)
+
+
+def _tl(elem: str) -> str:
+    try:
+        return _TL_TYPES[elem]
+    except KeyError:
+        raise Unsupported(f"element type {elem}") from None
+
+
+def _float_literal(attr) -> str:
+    v = ir.FloatAttr(attr).value
+    if math.isnan(v):
+        return 'float("nan")'
+    if math.isinf(v):
+        return 'float("inf")' if v > 0 else 'float("-inf")'
+    return repr(float(v))
+
+
+def _scalar_literal(attr, elem: str) -> str:
+    if elem == "i1":
+        return "1" if ir.IntegerAttr(attr).value else "0"
+    if elem.startswith("i") or elem == "index":
+        return str(ir.IntegerAttr(attr).value)
+    return _float_literal(attr)
+
+
+def _op_name_of(loc) -> str | None:
+    """The ATen op and user source line a location names (the importer's
+    `loc("op"("file":line:col))`), for comments in the generated code."""
+    text = str(loc)
+    m = re.match(r'loc\("([^"]+)"\(', text)
+    f = re.search(r'"([^"]+)":(\d+):\d+', text)
+    where = f"{f.group(1).rsplit('/', 1)[-1]}:{f.group(2)}" if f else None
+    if m:
+        return f"{m.group(1)}  ({where})" if where else m.group(1)
+    return where
+
+
+def _const_number(v, env=None) -> float | None:
+    """The value of a scalar constant, through int/float conversions and linalg block
+    arguments bound to constant inputs (`env`: pow exponents)."""
+    while True:
+        lazy = (env or {}).get(v) if isinstance(v, ir.BlockArgument) else None
+        if lazy is not None and hasattr(lazy, "operand"):
+            v = lazy.operand
+            continue
+        op = _owner(v)
+        if op is not None and op.name in ("arith.sitofp", "arith.extf", "arith.truncf", "arith.uitofp"):
+            v = op.operands[0]
+            continue
+        break
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.DenseElementsAttr):
+        if not attr.is_splat:
+            return None
+        attr = attr.get_splat_value()
+    if isinstance(attr, ir.FloatAttr):
+        return attr.value
+    if isinstance(attr, ir.IntegerAttr):
+        return float(attr.value)
+    return None
+
+
+class _Kernel:
+    """Arguments, stored results and value definitions of one kernel function."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = ir.StringAttr(func.attributes["sym_name"]).value
+        self.block = func.regions[0].blocks[0]
+        self.args = list(self.block.arguments)
+        self.stores: list[tuple[ir.Value, int]] = []     # (tensor value, output arg index)
+        self.tensor_of_arg: dict = {}                      # to_tensor result -> arg index
+        for op in self.block.operations:
+            name = op.operation.name
+            if name == "bufferization.to_tensor":
+                self.tensor_of_arg[op.results[0]] = self.args.index(op.operands[0])
+            elif name == "bufferization.materialize_in_destination":
+                self.stores.append((op.operands[0], self.args.index(op.operands[1])))
+        self.contractions = [op for op in self.block.operations if _is_contraction(op)]
+
+    def arg_name(self, i: int) -> str:
+        return f"a{i}"
+
+    def memref(self, i: int) -> ir.MemRefType:
+        return ir.MemRefType(self.args[i].type)
+
+    def contiguous(self, i: int) -> bool:
+        return "strided" not in str(self.memref(i).layout)
+
+
+def _owner(v: ir.Value):
+    return v.owner.operation if isinstance(v, ir.OpResult) else None
+
+
+def _result_index(v: ir.Value) -> int:
+    return ir.OpResult(v).result_number
+
+
+def _affine_results(m: ir.AffineMap):
+    return list(m.results)
+
+
+def _dim_pos(e) -> int | None:
+    return ir.AffineDimExpr(e).position if isinstance(e, ir.AffineDimExpr) else None
+
+
+def _const_val(e) -> int | None:
+    return ir.AffineConstantExpr(e).value if isinstance(e, ir.AffineConstantExpr) else None
+
+
+def _maps(op) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _kinds(op) -> list[str]:
+    return ["reduction" if "reduction" in str(a) else "parallel" for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+def _dense_constants(func) -> list:
+    """The kernel's non-splat dense tensor constants, in block order (named k0, k1, ...):
+    they become device tensors the programs read."""
+    out = []
+    for op in func.regions[0].blocks[0].operations:
+        if op.operation.name == "arith.constant" and isinstance(op.attributes["value"], ir.DenseElementsAttr) \
+                and not ir.DenseElementsAttr(op.attributes["value"]).is_splat:
+            out.append(op)
+    return out
+
+
+def _expr_deps(e, loop_sets) -> set:
+    """The output dims an affine expression of loop dims depends on."""
+    deps = set()
+    for tok in re.findall(r"d(\d+)", str(e)):
+        deps |= loop_sets[int(tok)]
+    return deps
+
+
+def _slice_src_sets(op, sets, src_rank):
+    """Dependency sets of an extract_slice's source dims (dropped unit dims: none)."""
+    static_sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    res_rank = len(sets)
+    dropped = _dropped_dims(op, src_rank, res_rank, static_sizes)
+    out, k = [], 0
+    for j in range(src_rank):
+        if j in dropped:
+            out.append(set())
+        else:
+            out.append(sets[k])
+            k += 1
+    return out
+
+
+def _dropped_dims(op, src_rank, res_rank, static_sizes) -> set:
+    """Source dims a rank-reducing extract_slice drops: unit dims, leftmost first, until the
+    ranks agree (MLIR's rank-reduction mask for the shapes lamina produces)."""
+    dropped = set()
+    extra = src_rank - res_rank
+    for j in range(src_rank):
+        if extra and static_sizes[j] == 1:
+            dropped.add(j)
+            extra -= 1
+    if extra:
+        raise Unsupported("a rank-reducing slice that drops a non-unit dim")
+    return dropped
+

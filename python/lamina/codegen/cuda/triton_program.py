@@ -1,0 +1,885 @@
+"""One @triton.jit program of a kernel (triton_emit.py decides which): its index
+decomposition (flat blocks or rows x lanes), every stored value as an expression of the
+kernel's inputs (linalg bodies inlined, views as index arithmetic), reductions (persistent:
+over the lanes in registers; looped: one loop each), and the stores.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from mlir import ir
+
+from .triton_ir import (Unsupported, _add, _affine_results, _const_number, _const_val, _dense_constants, _dim_pos,
+                        _dropped_dims, _elem, _is_int, _kinds, _maps, _mul, _op_name_of, _owner, _prod,
+                        _result_index, _scalar_literal, _tl)
+
+if TYPE_CHECKING:
+    from .triton_emit import _Emitter, _KernelCodegen
+
+
+class _Scope:
+    def __init__(self, parent: "_Scope | None", indent: int):
+        self.parent = parent
+        self.indent = indent
+        self.lines: list[str] = []
+        self.cache: dict = {}
+
+    def lookup(self, key):
+        s = self
+        while s is not None:
+            if key in s.cache:
+                return s.cache[key]
+            s = s.parent
+        return None
+
+
+class _Program:
+    """One @triton.jit function: a group of stored results with one row structure, in one
+    variant ("flat", "persistent" or "looped")."""
+
+    def __init__(self, emitter: "_Emitter", name: str, variant: str):
+        self.e = emitter
+        self.name = name
+        self.variant = variant
+        self.root = _Scope(None, 1)
+        self.scope = self.root
+        self.counter = 0
+        self.params: list[str] = []       # scalar parameters used (sizes, strides, symbols)
+        self.tensor_params: list[str] = []
+
+    # -- emission ---------------------------------------------------------------------------
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def emit(self, line: str, scope: _Scope | None = None) -> None:
+        s = scope or self.scope
+        s.lines.append("    " * s.indent + line)
+
+    def let(self, expr: str, prefix: str = "v", key=None, comment: str | None = None, scope=None) -> str:
+        if _is_int(expr) or re.fullmatch(r"[A-Za-z_]\w*", expr) or expr.startswith("float("):
+            if key is not None:
+                (scope or self.scope).cache[key] = expr
+            return expr
+        name = self.fresh(prefix)
+        self.emit(f"{name} = {expr}" + (f"  # {comment}" if comment else ""), scope)
+        if key is not None:
+            (scope or self.scope).cache[key] = name
+        return name
+
+    def use_param(self, name: str) -> str:
+        if name not in self.params:
+            self.params.append(name)
+        return name
+
+    def use_tensor(self, name: str) -> str:
+        if name not in self.tensor_params:
+            self.tensor_params.append(name)
+        return name
+
+    def sizes_in_kernel(self, expr: str) -> str:
+        """A size expression (names of sizes and symbols) used inside this program: its names
+        become parameters."""
+        for tok in re.findall(r"[A-Za-z_]\w*", expr):
+            if re.fullmatch(r"(a\d+(_size\d+|_stride\d+)?|t\d+_size\d+|c\d+_size\d+)", tok):
+                self.use_param(tok)
+        return expr
+
+    def source(self, signature_extra: list[str]) -> str:
+        params = self.tensor_params + self.params + signature_extra
+        head = f"@triton.jit\ndef {self.name}({', '.join(params)}):"
+        return head + "\n" + "\n".join(self.root.lines) + "\n"
+
+
+class _Eval:
+    def __init__(self, e: _Emitter, p: _Program):
+        self.e, self.p = e, p
+
+    # -- addresses ----------------------------------------------------------------------------
+    def tensor_load(self, name: str, v: ir.Value, idx: list[str], mask: str | None, contiguous: bool,
+                    strides: list[str] | None = None) -> str:
+        p = self.p
+        rank = len(idx)
+        if contiguous:
+            sizes = [p.sizes_in_kernel(s) for s in self.e.shape(v)]
+            off = self.p_linear(idx, sizes)
+        else:
+            off = "0"
+            for d in range(rank):
+                off = _add(off, _mul(idx[d], p.use_param(strides[d])))
+        key = ("load", name, off, mask)
+        hit = p.scope.lookup(key)
+        if hit:
+            return hit
+        ptr = p.use_tensor(name)
+        m = self.mask_for(off, mask)
+        load = f"tl.load({ptr} + {off}" + (f", mask={m}, other=0)" if m else ")")
+        return p.let(load, key=key)
+
+    def p_linear(self, idx: list[str], sizes: list[str]) -> str:
+        """Offset of `idx` in a contiguous tensor of `sizes`; the program's own flat or row
+        decomposition folds back to its linear counter (contiguous, vectorizable accesses)."""
+        folded = self.p_fold(idx, sizes)
+        if folded is not None:
+            return folded
+        off = "0"
+        stride = "1"
+        for d in reversed(range(len(idx))):
+            off = _add(off, _mul(idx[d], stride))
+            stride = _mul(stride, sizes[d])
+        return off
+
+    def p_fold(self, idx, sizes):
+        info = self.p.decomp
+        if info is None:
+            return None
+        dims, dsizes, linear = info
+        if list(idx) == dims and [s for s in sizes] == dsizes:
+            return linear
+        return None
+
+    def mask_for(self, expr: str, extra: str | None) -> str | None:
+        parts = []
+        if re.search(r"\bx\w*", expr):
+            parts.append("xmask")
+        if re.search(r"\br\w*", expr):
+            parts.append(self.p.current_rmask)
+        if extra:
+            parts.append(extra)
+        parts = [x for x in parts if x]
+        return " & ".join(parts) if parts else None
+
+
+_FLOAT_BIN = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
+
+
+_INT_BIN = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.andi": "&", "arith.ori": "|",
+            "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>"}
+
+
+_CMPF = {0: None, 1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 7: "ord", 8: "ueq", 9: "ugt", 10: "uge",
+         11: "ult", 12: "ule", 13: "une", 14: "uno", 15: None}
+
+
+_CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "u<", 7: "u<=", 8: "u>", 9: "u>="}
+
+
+_MATH_UNARY = {"math.exp": "tl.exp({})", "math.exp2": "tl.exp2({})", "math.log": "tl.log({})",
+               "math.log2": "tl.log2({})", "math.sqrt": "tl.sqrt({})", "math.rsqrt": "tl.math.rsqrt({})",
+               "math.absf": "tl.abs({})", "math.absi": "tl.abs({})", "math.sin": "tl.sin({})",
+               "math.cos": "tl.cos({})", "math.erf": "tl.math.erf({})", "math.floor": "tl.floor({})",
+               "math.ceil": "tl.ceil({})", "math.tanh": "lh.tanh({})", "math.log1p": "lh.log1p({})",
+               "math.expm1": "lh.expm1({})", "math.tan": "lh.tan({})", "math.atan": "lh.atan({})",
+               "math.roundeven": "lh.round_even({})", "math.round": "lh.round_away({})",
+               "math.trunc": "lh.trunc({})", "math.sinh": "lh.sinh({})", "math.cosh": "lh.cosh({})",
+               "math.asin": "lh.asin({})", "math.acos": "lh.acos({})", "math.log10": "(tl.log({}) * 0.4342944819032518)"}
+
+
+class _ProgramBuilder:
+    """Fills one _Program: index decomposition, the stored values, the reductions."""
+
+    def __init__(self, cg: _KernelCodegen, p: _Program, shape: list[str], rows: int | None, items: list):
+        self.cg, self.p, self.shape, self.rows, self.items = cg, p, shape, rows, items
+        self.lane_domains: list[str] = []
+        p.decomp = None
+        p.current_rmask = None
+
+    # -- entry ---------------------------------------------------------------------------------
+    def build(self) -> dict:
+        p = self.p
+        if p.variant == "flat":
+            self._flat()
+        else:
+            self._rows()
+        call_args = []
+        for t in p.tensor_params:
+            call_args.append(t)
+        for s in p.params:
+            call_args.append(self.cg._launcher_expr(s) if re.fullmatch(r"(a\d+|t\d+|c\d+)_size\d+", s)
+                             else self._launcher_param(s))
+        return {"call_args": call_args, "lane_domains": list(self.lane_domains)}
+
+    def _launcher_param(self, s: str) -> str:
+        m = re.fullmatch(r"(a\d+|t\d+|c\d+)_stride(\d+)", s)
+        if m:
+            return f"{m.group(1)}.stride({m.group(2)})"
+        return s
+
+    def _pid(self) -> str:
+        return "(tl.program_id(0).to(tl.int64) if INDEX64 else tl.program_id(0))"
+
+    def _decompose(self, linear: str, sizes: list[str], prefix: str) -> list[str]:
+        """Multi-index of a linear counter over `sizes` (row-major); emitted as variables."""
+        p = self.p
+        n = len(sizes)
+        out = ["0"] * n
+        stride = "1"
+        for d in reversed(range(n)):
+            size = p.sizes_in_kernel(sizes[d])
+            if size == "1":
+                out[d] = "0"
+                continue
+            q = linear if stride == "1" else f"({linear} // {stride})"
+            out[d] = q if d == 0 else f"({q} % {size})"
+            stride = _mul(stride, size)
+        names = []
+        for d in range(n):
+            if _is_int(out[d]) or re.fullmatch(r"[A-Za-z_]\w*", out[d]):
+                names.append(out[d])
+            else:
+                nm = f"{prefix}{d}"
+                p.emit(f"{nm} = {out[d]}")
+                names.append(nm)
+        return names
+
+    def _flat(self) -> None:
+        p = self.p
+        numel = p.sizes_in_kernel(_prod(self.shape))
+        p.emit(f"xoff = {self._pid()} * XBLOCK + tl.arange(0, XBLOCK)")
+        p.emit(f"xmask = xoff < {numel}")
+        idx = self._decompose("xoff", self.shape, "x")
+        p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], "xoff")
+        for v, tname, contiguous, arg in self.items:
+            val = self.value(v, idx)
+            self._store(tname, v, idx, val, contiguous, arg)
+
+    def _rows(self) -> None:
+        p = self.p
+        rows = self.rows
+        row_sizes, lane_sizes = self.shape[:rows], self.shape[rows:]
+        nrows = p.sizes_in_kernel(_prod(row_sizes))
+        p.emit(f"xrow = {self._pid()} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        p.emit(f"xmask = xrow < {nrows}")
+        xidx = self._decompose("xrow", row_sizes, "x")
+        self.xidx = xidx
+        L = p.sizes_in_kernel(_prod(lane_sizes)) if lane_sizes else "1"
+        self._domain(L)
+        if p.variant == "persistent":
+            p.emit("r = tl.arange(0, RBLOCK)[None, :]")
+            p.current_rmask = self._rmask(L)
+            ridx = self._decompose_cached(lane_sizes) if lane_sizes else []
+            idx = xidx + ridx
+            p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], _add(_mul("xrow", L), "r"))
+            for v, tname, contiguous, arg in self.items:
+                val = self.value(v, idx)
+                self._store(tname, v, idx, val, contiguous, arg)
+        else:
+            # looped: one loop over the lanes for the stores (reductions make loops of their own)
+            # First evaluate what needs no lanes (the row-level values) outside the loop.
+            loop = _Scope(p.root, p.root.indent + 1)
+            p.scope = loop
+            p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
+            p.current_rmask = self._rmask(L)
+            ridx = self._decompose("r", lane_sizes, "r_o") if lane_sizes else []
+            idx = xidx + ridx
+            p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], _add(_mul("xrow", L), "r"))
+            for v, tname, contiguous, arg in self.items:
+                val = self.value(v, idx)
+                self._store(tname, v, idx, val, contiguous, arg)
+            p.scope = p.root
+            p.emit(f"for roff in range(0, {L}, RBLOCK):")
+            p.root.lines.extend(loop.lines)
+
+    def _domain(self, L: str) -> None:
+        if L not in self.lane_domains:
+            self.lane_domains.append(L)
+
+    def _rmask(self, L: str) -> str:
+        p = self.p
+        key = ("rmask", L)
+        hit = p.scope.lookup(key)
+        if hit:
+            return hit
+        name = p.fresh("rmask")
+        p.emit(f"{name} = r < {L}")
+        p.scope.cache[key] = name
+        return name
+
+    def _store(self, tname: str, v, idx, val: str, contiguous: bool, arg) -> None:
+        p = self.p
+        ev = _Eval(self.cg, p)
+        if contiguous:
+            off = ev.p_linear(idx, [p.sizes_in_kernel(s) for s in self.shape])
+        else:
+            off = "0"
+            for d in range(len(idx)):
+                off = _add(off, _mul(idx[d], p.use_param(f"{tname}_stride{d}")))
+        elem = _elem(v.type)
+        m = ev.mask_for(off, None) or ("xmask" if "x" in off else None)
+        ptr = p.use_tensor(tname)
+        val = f"{val}.to({_tl(elem)})" if not _is_int(val) else val
+        p.emit(f"tl.store({ptr} + {off}, {val}" + (f", mask={m})" if m else ")"))
+
+    # -- values --------------------------------------------------------------------------------------
+    def value(self, v: ir.Value, idx: list[str], cond: str | None = None) -> str:
+        """Triton expression (a variable or literal) of tensor value `v` at `idx`."""
+        p = self.p
+        key = ("val", v, tuple(idx), cond)
+        hit = p.scope.lookup(key)
+        if hit is not None:
+            return hit
+        out = self._value(v, idx, cond)
+        p.scope.cache[key] = out
+        return out
+
+    def _value(self, v, idx, cond) -> str:
+        p, cg = self.p, self.cg
+        ev = _Eval(cg, p)
+        if v in cg.materialized:
+            name, contiguous, _ = cg.materialized[v]
+            val = ev.tensor_load(name, v, idx, cond, True)
+            if v in cg.accumulate_into:
+                init = self.value(cg.accumulate_into[v], idx, cond)
+                val = p.let(f"{init} + {val}")
+            return val
+        if v in cg.k.tensor_of_arg:
+            i = cg.k.tensor_of_arg[v]
+            contiguous = cg.k.contiguous(i)
+            strides = None if contiguous else [f"a{i}_stride{d}" for d in range(len(idx))]
+            return ev.tensor_load(f"a{i}", v, idx, cond, contiguous, strides)
+        op = _owner(v)
+        if op is None:
+            raise Unsupported("a tensor block argument outside to_tensor")
+        name = op.name
+        loc = _op_name_of(op.location)
+        if name == "arith.constant":
+            return self._constant(op, v, idx, cond)
+        if name == "linalg.fill":
+            return self._scalar(op.operands[0])
+        if name == "linalg.generic":
+            if "reduction" in _kinds(op):
+                return self._reduction(op, _result_index(v), idx, loc)
+            return self._generic(op, _result_index(v), idx, cond, loc)
+        if name == "linalg.transpose":
+            perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+            src = ["0"] * len(perm)
+            for i, pi in enumerate(perm):
+                src[pi] = idx[i]
+            return self.value(op.operands[0], src, cond)
+        if name == "tensor.collapse_shape":
+            groups = [[ir.IntegerAttr(j).value for j in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+            srcv = op.operands[0]
+            src = ["0"] * ir.ShapedType(srcv.type).rank
+            for gi, g in enumerate(groups):
+                parts = self._split(idx[gi], [cg.size(srcv, j) for j in g])
+                for j, part in zip(g, parts):
+                    src[j] = part
+            return self.value(srcv, src, cond)
+        if name == "tensor.expand_shape":
+            groups = [[ir.IntegerAttr(j).value for j in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+            src = []
+            for g in groups:
+                lin, stride = "0", "1"
+                for j in reversed(g):
+                    lin = _add(lin, _mul(idx[j], stride))
+                    stride = _mul(stride, p.sizes_in_kernel(cg.size(v, j)))
+                src.append(lin)
+            return self.value(op.operands[0], src, cond)
+        if name == "tensor.reshape":
+            srcv = op.operands[0]
+            lin, stride = "0", "1"
+            for j in reversed(range(len(idx))):
+                lin = _add(lin, _mul(idx[j], stride))
+                stride = _mul(stride, p.sizes_in_kernel(cg.size(v, j)))
+            lin = p.let(lin, prefix="i")
+            src = self._split(lin, cg.shape(srcv))
+            return self.value(srcv, src, cond)
+        if name == "tensor.extract_slice":
+            srcv = op.operands[0]
+            src_rank = ir.ShapedType(srcv.type).rank
+            static_sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+            dropped = _dropped_dims(op, src_rank, len(idx), static_sizes)
+            src, k = [], 0
+            for j in range(src_rank):
+                off = p.sizes_in_kernel(cg._slice_part(op, "offsets", j))
+                if j in dropped:
+                    src.append(off)
+                    continue
+                stride = p.sizes_in_kernel(cg._slice_part(op, "strides", j))
+                src.append(_add(off, _mul(idx[k], stride)))
+                k += 1
+            return self.value(srcv, src, cond)
+        if name == "tensor.insert_slice":
+            srcv, dest = op.operands[0], op.operands[1]
+            rank = len(idx)
+            inside, src = [], []
+            for d in range(rank):
+                off = p.sizes_in_kernel(cg._slice_part(op, "offsets", d))
+                size = p.sizes_in_kernel(cg._slice_part(op, "sizes", d))
+                stride = p.sizes_in_kernel(cg._slice_part(op, "strides", d))
+                if stride != "1":
+                    raise Unsupported("insert_slice with a stride")
+                if ir.ShapedType(srcv.type).rank != rank:
+                    raise Unsupported("a rank-changing insert_slice")
+                if off != "0":
+                    inside.append(f"({idx[d]} >= {off})")
+                inside.append(f"({idx[d]} < {_add(off, size)})")
+                src.append(idx[d] if off == "0" else f"({idx[d]} - {off})")
+            ins = p.let(" & ".join(inside) if inside else "True", prefix="m")
+            in_cond = ins if cond is None else p.let(f"{cond} & {ins}", prefix="m")
+            a = self.value(srcv, src, in_cond)
+            b = self._dest_value(dest, idx, cond)
+            return p.let(f"tl.where({ins}, {a}, {b})")
+        if name in ("tensor.empty", "bufferization.alloc_tensor"):
+            return "0"   # undefined contents: only ever read where something is inserted
+        if name == "tensor.from_elements":
+            if len(idx) == 0 or all(i == "0" for i in idx):
+                return self._scalar(op.operands[0])
+            raise Unsupported("tensor.from_elements of several elements read by index")
+        if name == "tensor.splat":
+            return self._scalar(op.operands[0])
+        raise Unsupported(f"{name} in a kernel")
+
+    def _dest_value(self, dest, idx, cond) -> str:
+        op = _owner(dest)
+        if op is not None and op.name in ("tensor.empty", "bufferization.alloc_tensor"):
+            return "0"
+        return self.value(dest, idx, cond)
+
+    def _split(self, linear: str, sizes: list[str]) -> list[str]:
+        """Multi-index of `linear` over `sizes` (row-major), as expressions."""
+        p = self.p
+        n = len(sizes)
+        out = ["0"] * n
+        stride = "1"
+        for d in reversed(range(n)):
+            size = p.sizes_in_kernel(sizes[d])
+            if size == "1":
+                continue
+            q = linear if stride == "1" else f"({linear} // {stride})"
+            out[d] = q if d == 0 else f"({q} % {size})"
+            stride = _mul(stride, size)
+        return [x if _is_int(x) or re.fullmatch(r"[A-Za-z_]\w*", x) else p.let(x, prefix=("r" if re.search(r"\br\w*", x) else "x") + "i")
+                for x in out]
+
+    def _constant(self, op, v, idx, cond) -> str:
+        attr = op.attributes["value"]
+        elem = _elem(v.type)
+        if isinstance(attr, ir.DenseElementsAttr):
+            dense = ir.DenseElementsAttr(attr)
+            if dense.is_splat:
+                return self._literal(dense.get_splat_value(), elem)
+            cname = f"k{[c.operation for c in _dense_constants(self.cg.k.func)].index(op.operation)}"
+            ev = _Eval(self.cg, self.p)
+            return ev.tensor_load(cname, v, idx, cond, True)
+        return self._literal(attr, elem)
+
+    def _literal(self, attr, elem: str) -> str:
+        lit = _scalar_literal(attr, elem)
+        if elem in ("f16", "bf16", "f64", "i64", "i32", "i16", "i8", "i1") or lit.startswith("float("):
+            # typed, so that tl.where / arithmetic keep the element type torch computes in
+            if elem in ("f16", "bf16"):   # (the interpreter cannot make bf16 constants directly)
+                return self.p.let(f"tl.full([1], {lit}, tl.float32).to({_tl(elem)})", prefix="c")
+            return self.p.let(f"tl.full([1], {lit}, {_tl(elem)})" if elem != "f32" else lit, prefix="c")
+        return lit
+
+    def _scalar(self, v: ir.Value) -> str:
+        """A scalar SSA value outside linalg bodies (fill values, from_elements)."""
+        op = _owner(v)
+        if op is not None and op.name == "arith.constant":
+            return self._literal(op.attributes["value"], str(v.type))
+        if isinstance(v.type, ir.IndexType) or (op is not None and op.name in ("arith.index_cast",)):
+            return self.p.sizes_in_kernel(self.cg.index(v))
+        if op is not None and op.name == "tensor.extract":
+            return self.value(op.operands[0], [self._index_operand(x) for x in op.operands[1:]])
+        if isinstance(v, ir.BlockArgument):
+            return self.p.use_param(f"a{self.cg.k.args.index(v)}")
+        # scalar arithmetic outside a body: evaluate like a body op
+        return self._body_op(op, {}, [])
+
+    def _index_operand(self, v) -> str:
+        return self.p.sizes_in_kernel(self.cg.index(v))
+
+    # -- linalg.generic ------------------------------------------------------------------------------
+    def _loop_from_output(self, op, res: int, idx: list[str]) -> list[str | None]:
+        maps = _maps(op)
+        n_out = len(op.results)
+        out_map = maps[len(maps) - n_out + res]
+        loop: list = [None] * len(_kinds(op))
+        for pos_out, e in enumerate(_affine_results(out_map)):
+            d = _dim_pos(e)
+            if d is not None:
+                loop[d] = idx[pos_out]
+            elif _const_val(e) is None:
+                raise Unsupported("an output map with a compound expression")
+        return loop
+
+    def _apply(self, m: ir.AffineMap, loop: list[str]) -> list[str]:
+        out = []
+        for e in _affine_results(m):
+            out.append(self._affine(e, loop))
+        return out
+
+    def _affine(self, e, loop) -> str:
+        d = _dim_pos(e)
+        if d is not None:
+            if loop[d] is None:
+                raise Unsupported("an input map reads a loop the output does not fix")
+            return loop[d]
+        c = _const_val(e)
+        if c is not None:
+            return str(c)
+        if isinstance(e, ir.AffineAddExpr):
+            b = ir.AffineAddExpr(e)
+            return _add(self._affine(b.lhs, loop), self._affine(b.rhs, loop))
+        if isinstance(e, ir.AffineMulExpr):
+            b = ir.AffineMulExpr(e)
+            return _mul(self._affine(b.lhs, loop), self._affine(b.rhs, loop))
+        if isinstance(e, ir.AffineFloorDivExpr):
+            b = ir.AffineFloorDivExpr(e)
+            return f"({self._affine(b.lhs, loop)} // {self._affine(b.rhs, loop)})"
+        if isinstance(e, ir.AffineModExpr):
+            b = ir.AffineModExpr(e)
+            return f"({self._affine(b.lhs, loop)} % {self._affine(b.rhs, loop)})"
+        if isinstance(e, ir.AffineSymbolExpr):
+            raise Unsupported("an indexing map with symbols")
+        raise Unsupported(f"affine expression {e}")
+
+    def _generic(self, op, res: int, idx, cond, loc) -> str:
+        loop = self._loop_from_output(op, res, idx)
+        if any(x is None for x in loop):
+            raise Unsupported("a parallel generic whose output map drops loops")
+        return self._body(op, loop, cond, loc)[res]
+
+    def _body_env(self, op, loop, cond) -> dict:
+        """Bindings of a linalg body: inputs loaded on first use, body ops computed on demand
+        (only what the yield needs: bodies read %out and drop it, e.g. i8 booleans)."""
+        maps = _maps(op)
+        n_out = len(op.results)
+        operands = list(op.operands)
+        block = op.regions[0].blocks[0]
+        env: dict = {"__defs__": {r: o.operation for o in block.operations for r in o.results}, "__loc__": None}
+        n_in = len(operands) - n_out
+        for i, (a, operand) in enumerate(zip(block.arguments, operands)):
+            if i < n_in:
+                env[a] = _Lazy(self, operand, self._apply(maps[i], loop), cond)
+        return env
+
+    def _body(self, op, loop, cond, loc) -> list[str]:
+        env = self._body_env(op, loop, cond)
+        env["__loc__"] = loc
+        y = next(o for o in op.regions[0].blocks[0].operations if o.operation.name == "linalg.yield")
+        return [self._env(env, x, loop) for x in y.operands]
+
+    def _annotate(self, var: str, comment: str | None) -> None:
+        """The ATen op (and user line) after the line that defines `var`."""
+        lines = self.p.scope.lines
+        if comment and lines and lines[-1].lstrip().startswith(f"{var} = ") and "#" not in lines[-1]:
+            lines[-1] += f"  # {comment}"
+
+    def _exponent(self, op, env) -> str | None:
+        """x ** c for a small constant c as multiplications / sqrt (exact, and what torch's
+        pow kernels do for these exponents)."""
+        c = _const_number(op.operands[1], env)
+        if c is None:
+            return None
+        x = self._env(env, op.operands[0], None)
+        p = self.p
+        table = {1.0: "{x}", 2.0: "{x} * {x}", 3.0: "{x} * {x} * {x}", 0.5: "tl.sqrt({x})", -1.0: "1.0 / {x}",
+                 -0.5: "tl.math.rsqrt({x})", -2.0: "1.0 / ({x} * {x})", 0.0: "tl.full([1], 1.0, tl.float32)"}
+        if c not in table:
+            return None
+        return p.let(table[c].format(x=x))
+
+    def _env(self, env, x, loop) -> str:
+        if x in env:
+            val = env[x]
+            return val.get() if isinstance(val, _Lazy) else val
+        body_op = env.get("__defs__", {}).get(x)
+        if body_op is not None:   # a body op: computed when first needed
+            r = self._body_op(body_op, env, loop)
+            env[x] = r
+            self._annotate(r, _op_name_of(body_op.location) or env.get("__loc__"))
+            return r
+        op = _owner(x)
+        if isinstance(x, ir.BlockArgument):
+            raise Unsupported("a linalg body uses the value of its output (accumulator) block argument")
+        if op is not None and op.name == "arith.constant":
+            return self._literal(op.attributes["value"], str(x.type))
+        # defined outside the body (a scalar of the kernel)
+        return self._scalar(x)
+
+    def _body_op(self, op, env, loop) -> str:
+        name = op.operation.name
+        p = self.p
+        args = [self._env(env, x, loop) for x in op.operands] if name != "linalg.index" else []
+        rt = str(op.results[0].type)
+        if name == "arith.constant":
+            return self._literal(op.attributes["value"], rt)
+        if name in _FLOAT_BIN:
+            return p.let(f"{args[0]} {_FLOAT_BIN[name]} {args[1]}")
+        if name in _INT_BIN:
+            if rt == "i1" and name == "arith.xori":
+                return p.let(f"{args[0]} ^ {args[1]}")
+            return p.let(f"{args[0]} {_INT_BIN[name]} {args[1]}")
+        if name == "arith.negf":
+            return p.let(f"-{args[0]}")
+        if name == "arith.remf":
+            return p.let(f"lh.fmod({args[0]}, {args[1]})")
+        if name in ("arith.divsi", "arith.divui"):
+            return p.let(f"lh.div_trunc({args[0]}, {args[1]})")
+        if name in ("arith.remsi", "arith.remui"):
+            return p.let(f"lh.rem_trunc({args[0]}, {args[1]})")
+        if name == "arith.floordivsi":
+            return p.let(f"lh.div_floor({args[0]}, {args[1]})")
+        if name in ("arith.maximumf",):
+            return p.let(f"lh.maximum({args[0]}, {args[1]})")
+        if name in ("arith.minimumf",):
+            return p.let(f"lh.minimum({args[0]}, {args[1]})")
+        if name in ("arith.maxnumf", "arith.maxsi", "arith.maxui"):
+            return p.let(f"tl.maximum({args[0]}, {args[1]})")
+        if name in ("arith.minnumf", "arith.minsi", "arith.minui"):
+            return p.let(f"tl.minimum({args[0]}, {args[1]})")
+        if name == "arith.shrui":
+            return p.let(f"lh.shr_logical({args[0]}, {args[1]})")
+        if name == "arith.select":
+            return p.let(f"tl.where({args[0]}, {args[1]}, {args[2]})")
+        if name == "arith.cmpf":
+            pred = _CMPF[ir.IntegerAttr(op.attributes["predicate"]).value]
+            a, b = args
+            if pred is None:
+                raise Unsupported("cmpf true/false")
+            if pred in ("==", ">", ">=", "<", "<="):
+                return p.let(f"{a} {pred} {b}")
+            if pred == "!=":   # one: ordered and unequal
+                return p.let(f"({a} != {b}) & ({a} == {a}) & ({b} == {b})")
+            if pred == "ord":
+                return p.let(f"({a} == {a}) & ({b} == {b})")
+            if pred == "uno":
+                return p.let(f"({a} != {a}) | ({b} != {b})")
+            if pred == "une":
+                return p.let(f"{a} != {b}")
+            inv = {"ueq": "!=", "ugt": "<=", "uge": "<", "ult": ">=", "ule": ">"}[pred]
+            if pred == "ueq":
+                return p.let(f"~(({a} != {b}) & ({a} == {a}) & ({b} == {b}))")
+            return p.let(f"~({a} {inv} {b})")
+        if name == "arith.cmpi":
+            pred = _CMPI[ir.IntegerAttr(op.attributes["predicate"]).value]
+            a, b = args
+            if pred.startswith("u"):
+                pred = pred[1:]   # sizes and indices: non-negative
+            return p.let(f"{a} {pred} {b}")
+        if name in ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+                    "arith.extsi", "arith.trunci", "arith.index_cast", "arith.index_castui"):
+            target = "i64" if rt == "index" else rt
+            return p.let(f"{args[0]}.to({_tl(target)})" if not _is_int(args[0]) else args[0])
+        if name == "arith.extui":
+            src = str(op.operands[0].type)
+            if src == "i1":
+                return p.let(f"{args[0]}.to({_tl(rt)})" if not _is_int(args[0]) else args[0])
+            return p.let(f"{args[0]}.to({_tl(rt)}, bitcast=False)")
+        if name == "arith.bitcast":
+            return p.let(f"{args[0]}.to({_tl(rt)}, bitcast=True)")
+        if name in _MATH_UNARY:
+            return p.let(_MATH_UNARY[name].format(args[0]))
+        if name == "math.powf":
+            e = self._exponent(op, env)
+            if e is not None:
+                return e
+            return p.let(f"lh.pow({args[0]}, {args[1]})")
+        if name == "math.fpowi":
+            return p.let(f"lh.pow({args[0]}, {args[1]}.to(tl.float32))")
+        if name == "math.atan2":
+            return p.let(f"lh.atan2({args[0]}, {args[1]})")
+        if name == "math.fma":
+            return p.let(f"{args[0]} * {args[1]} + {args[2]}")
+        if name == "math.copysign":
+            return p.let(f"lh.copysign({args[0]}, {args[1]})")
+        if name == "math.isnan":
+            return p.let(f"{args[0]} != {args[0]}")
+        if name == "math.isinf":
+            return p.let(f"tl.abs({args[0]}) == float('inf')")
+        if name == "linalg.index":
+            d = ir.IntegerAttr(op.attributes["dim"]).value
+            return loop[d]
+        if name == "tensor.extract":
+            return self.value(op.operands[0], [self._env(env, x, loop) for x in op.operands[1:]])
+        raise Unsupported(f"{name} in a linalg body")
+
+    # -- reductions -----------------------------------------------------------------------------------
+    def _reduction(self, op, res: int, idx, loc) -> str:
+        """A reduction result at output index `idx` (fixed by the rows): a row-level value."""
+        p = self.p
+        key = ("red", op, tuple(idx))
+        hit = p.root.lookup(key)
+        if hit is not None:
+            return hit[res]
+        kinds = _kinds(op)
+        loop = self._loop_from_output(op, 0, idx)
+        red_dims = [i for i, kd in enumerate(kinds) if kd == "reduction"]
+        for i, kd in enumerate(kinds):
+            if kd == "parallel" and loop[i] is None:
+                raise Unsupported("a reduction whose output drops a parallel loop")
+            if kd == "parallel" and re.search(r"\br\w*", loop[i] or ""):
+                raise Unsupported("a reduction read at a lane-dependent index (nested reductions)")
+        extents = [self._loop_extent(op, d) for d in red_dims]
+        L = p.sizes_in_kernel(_prod(extents))
+        self._domain(L)
+        combine, results = self._combiner(op)
+        acc_elem = _acc_elem(_elem(op.results[0].type))
+        neutral = _neutral(combine, acc_elem)
+        n_out = len(op.results)
+        inits = [self._init_value(op.operands[len(op.operands) - n_out + j], idx) for j in range(n_out)]
+        # the reduction is computed at the program's top level, before any lane loop that reads it
+        saved_scope, saved_mask, saved_decomp = p.scope, p.current_rmask, p.decomp
+        p.scope = p.root
+        if p.variant == "persistent":
+            p.current_rmask = self._rmask(L)
+            ridx = self._decompose_cached(extents)
+            for d, r in zip(red_dims, ridx):
+                loop[d] = r
+            x = self._reduced_input(op, loop, combine, loc)
+            masked = p.let(f"tl.where(xmask & {p.current_rmask}, {x}, {neutral})")
+            red = p.let(f"{_REDUCE[combine].format(masked)}[:, None]", comment=loc)
+        else:
+            loop_scope = _Scope(p.root, p.root.indent + 1)
+            acc = p.fresh("acc")
+            p.emit(f"{acc} = tl.full([XBLOCK, RBLOCK], {neutral}, {_tl(acc_elem)})")
+            p.scope = loop_scope
+            p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
+            p.current_rmask = self._rmask(L)
+            ridx = self._decompose_vars(extents, "r_r")
+            for d, r in zip(red_dims, ridx):
+                loop[d] = r
+            x = self._reduced_input(op, loop, combine, loc)
+            p.emit(f"{acc} = {_COMBINE[combine].format(acc, f'tl.where(xmask & {p.current_rmask}, {x}, {neutral})')}")
+            p.scope = p.root
+            p.emit(f"for roff in range(0, {L}, RBLOCK):")
+            p.root.lines.extend(loop_scope.lines)
+            red = p.let(f"{_REDUCE[combine].format(acc)}[:, None]", comment=loc)
+        p.scope, p.current_rmask, p.decomp = saved_scope, saved_mask, saved_decomp
+        values = []
+        for j in range(n_out):
+            if results[j] == "zero":
+                values.append("0.0")
+            else:
+                init = inits[j]
+                # the init folds away when it is the combine's neutral element (a fill of 0 / -inf)
+                values.append(red if init == neutral or (combine == "sum" and init in ("0", "0.0"))
+                              else p.let(_COMBINE[combine].format(init, red), scope=p.root))
+        p.root.cache[key] = values
+        return values[res]
+
+    def _decompose_cached(self, extents: list[str]) -> list[str]:
+        """Lane index of each reduction dim, from the program's lane counter `r` (shared by
+        every reduction and store over the same extents: their loads are emitted once)."""
+        p = self.p
+        key = ("lanes", tuple(extents))
+        hit = p.root.lookup(key)
+        if hit is not None:
+            return hit
+        names = self._decompose_vars(extents, "r_r")
+        p.root.cache[key] = names
+        return names
+
+    def _decompose_vars(self, extents, prefix) -> list[str]:
+        p = self.p
+        n = len(extents)
+        out, stride = ["0"] * n, "1"
+        for d in reversed(range(n)):
+            size = p.sizes_in_kernel(extents[d])
+            if size == "1":
+                continue
+            q = "r" if stride == "1" else f"(r // {stride})"
+            out[d] = q if d == 0 else f"({q} % {size})"
+            stride = _mul(stride, size)
+        names = []
+        for x in out:
+            if _is_int(x) or re.fullmatch(r"[A-Za-z_]\w*", x):
+                names.append(x)
+            else:
+                names.append(p.let(x, prefix=prefix))
+        return names
+
+    def _loop_extent(self, op, d: int) -> str:
+        maps = _maps(op)
+        n_out = len(op.results)
+        for operand, m in zip(list(op.operands)[:len(op.operands) - n_out], maps):
+            for pos, e in enumerate(_affine_results(m)):
+                if _dim_pos(e) == d:
+                    return self.cg.size(operand, pos)
+        raise Unsupported("a reduction loop no input indexes directly")
+
+    def _init_value(self, init: ir.Value, idx) -> str:
+        op = _owner(init)
+        if op is not None and op.name == "linalg.fill":
+            return self._scalar(op.operands[0])
+        return self.value(init, idx)
+
+    def _combiner(self, op) -> tuple[str, list[str]]:
+        """(combine kind, per result: "value" or "zero") of a reduction generic."""
+        if "lamina.accumulate" in op.attributes and \
+                ir.StringAttr(op.attributes["lamina.accumulate"]).value == "compensated":
+            return "sum", ["value", "zero"]
+        if len(op.results) != 1:
+            raise Unsupported("a reduction with several results")
+        block = op.regions[0].blocks[0]
+        out_arg = block.arguments[len(block.arguments) - 1]
+        y = next(o for o in block.operations if o.operation.name == "linalg.yield").operands[0]
+        comb = _owner(y)
+        kinds = {"arith.addf": "sum", "arith.addi": "sum", "arith.mulf": "prod", "arith.muli": "prod",
+                 "arith.maximumf": "max", "arith.maxnumf": "max", "arith.maxsi": "max", "arith.minimumf": "min",
+                 "arith.minnumf": "min", "arith.minsi": "min", "arith.ori": "max", "arith.andi": "min"}
+        if comb is None or comb.name not in kinds or out_arg not in list(comb.operands):
+            raise Unsupported("a reduction body that is not a sum / product / max / min")
+        return kinds[comb.name], ["value"]
+
+    def _reduced_input(self, op, loop, combine, loc) -> str:
+        """The element value a reduction combines, at the loop indices (its body minus the
+        combine with the accumulator)."""
+        # The combining op is the first to read the last block argument (the accumulator; for
+        # a compensated pair (s, c), c: `c + X` starts the Kahan step): its other operand X
+        # is the element value, computed by the body ops before it.
+        block = op.regions[0].blocks[0]
+        out_arg = block.arguments[len(block.arguments) - 1]
+        comb = next((o.operation for o in block.operations if out_arg in list(o.operands)), None)
+        if comb is None or len(comb.operands) != 2:
+            raise Unsupported("a reduction body whose accumulator is not combined by a binary op")
+        other = [x for x in comb.operands if x != out_arg][0]
+        env = self._body_env(op, loop, None)
+        env["__loc__"] = loc
+        x = self._env(env, other, loop)
+        return self._widen(x, str(other.type))
+
+    def _widen(self, x: str, elem: str) -> str:
+        if elem in ("f16", "bf16"):
+            return self.p.let(f"{x}.to(tl.float32)")
+        return x
+
+
+class _Lazy:
+    """A linalg block argument: its input loaded only when the body uses it."""
+
+    def __init__(self, b: _ProgramBuilder, operand, idx, cond):
+        self.b, self.operand, self.idx, self.cond = b, operand, idx, cond
+        self.val = None
+
+    def get(self) -> str:
+        if self.val is None:
+            self.val = self.b.value(self.operand, self.idx, self.cond)
+        return self.val
+
+
+def _acc_elem(elem: str) -> str:
+    """The type a reduction accumulates in: fp32 for 16-bit floats, i64 for integers."""
+    if elem in ("f16", "bf16", "f32"):
+        return "f32"
+    if elem == "f64":
+        return "f64"
+    return "i64" if elem != "i1" else "i1"
+
+
+def _neutral(combine: str, elem: str) -> str:
+    if elem.startswith("f"):
+        return {"sum": "0.0", "prod": "1.0", "max": 'float("-inf")', "min": 'float("inf")'}[combine]
+    if elem == "i1":
+        return {"sum": "0", "prod": "1", "max": "0", "min": "1"}[combine]
+    return {"sum": "0", "prod": "1", "max": str(-2 ** 63), "min": str(2 ** 63 - 1)}[combine]
+
+
+_REDUCE = {"sum": "tl.sum({}, axis=1)", "prod": "lh.prod({}, 1)", "max": "lh.max_nan({}, 1)", "min": "lh.min_nan({}, 1)"}
+
+
+_COMBINE = {"sum": "{} + {}", "prod": "{} * {}", "max": "lh.maximum({}, {})", "min": "lh.minimum({}, {})"}
+
