@@ -1,5 +1,7 @@
 """@triton.jit helpers the generated kernels call as `lh.<name>` (torch's semantics where
 Triton's built-ins differ: NaN-propagating max/min, C-style integer division, fmod).
+Conditions combine with nested tl.where, not `&` / `|`: the interpreter cannot combine a
+scalar boolean with a block.
 
 Written with tl primitives only, so they also run under TRITON_INTERPRET=1 (libdevice does
 not); tanh and friends use range-split formulas accurate to a few ulp in fp32.
@@ -10,13 +12,14 @@ import triton.language as tl
 
 @triton.jit
 def maximum(a, b):
-    """max that returns NaN when either side is NaN (torch.maximum, arith.maximumf)."""
-    return tl.where((a > b) | (a != a), a, tl.where(b != b, b, tl.maximum(a, b)))
+    """max that returns NaN when either side is NaN (torch.maximum, arith.maximumf).
+    (Nested where, no `|`: the interpreter cannot `|` a scalar with a block.)"""
+    return tl.where(a != a, a, tl.where(b != b, b, tl.where(a > b, a, b)))
 
 
 @triton.jit
 def minimum(a, b):
-    return tl.where((a < b) | (a != a), a, tl.where(b != b, b, tl.minimum(a, b)))
+    return tl.where(a != a, a, tl.where(b != b, b, tl.where(a < b, a, b)))
 
 
 @triton.jit
@@ -46,7 +49,8 @@ def div_trunc(a, b):
     r = a - q * b
     # `//` truncates when compiled (C semantics) but may floor in the interpreter (numpy):
     # a floored quotient leaves a remainder of b's sign when a and b differ in sign.
-    return tl.where((r != 0) & ((r < 0) == (b < 0)) & ((a < 0) != (b < 0)), q + 1, q)
+    floored = tl.where(r != 0, tl.where((r < 0) == (b < 0), (a < 0) != (b < 0), False), False)
+    return tl.where(floored, q + 1, q)
 
 
 @triton.jit
@@ -58,7 +62,7 @@ def rem_trunc(a, b):
 def div_floor(a, b):
     q = div_trunc(a, b)
     r = a - q * b
-    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+    return tl.where(r != 0, tl.where((r < 0) != (b < 0), q - 1, q), q)
 
 
 @triton.jit
@@ -80,13 +84,13 @@ def trunc(x):
 def round_even(x):
     f = tl.floor(x)
     d = x - f
-    up = (d > 0.5) | ((d == 0.5) & ((f - 2.0 * tl.floor(f * 0.5)) != 0.0))
-    return tl.where(up, f + 1.0, f)
+    odd = (f - 2.0 * tl.floor(f * 0.5)) != 0.0
+    return tl.where(d > 0.5, f + 1.0, tl.where(d == 0.5, tl.where(odd, f + 1.0, f), f))
 
 
 @triton.jit
 def round_away(x):
-    return tl.where(x < 0, -tl.floor(-x + 0.5), tl.floor(x + 0.5))
+    return tl.where(x < 0, tl.floor(x * -1.0 + 0.5) * -1.0, tl.floor(x + 0.5))   # (-0.3 -> -0.0)
 
 
 @triton.jit
@@ -111,7 +115,7 @@ def tanh(x):
     big = (1.0 - e) / (1.0 + e)
     x2 = x * x
     small = x * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 + x2 * -0.05396825396825397)))
-    t = tl.where(ax < 0.125, small, tl.where(x < 0, -big, big))
+    t = tl.where(ax < 0.125, small, tl.where(x < 0, big * -1.0, big))
     return tl.where(x != x, x, t)
 
 
@@ -153,14 +157,14 @@ def atan(x):
     inv = ax > 1.0
     r = _atan_unit(tl.where(inv, 1.0 / ax, ax))
     r = tl.where(inv, 1.5707963267948966 - r, r)
-    return tl.where(x < 0, -r, r)
+    return tl.where(x < 0, r * -1.0, r)
 
 
 @triton.jit
 def atan2(y, x):
     a = atan(y / x)
     a = tl.where(x < 0, tl.where(y < 0, a - 3.141592653589793, a + 3.141592653589793), a)
-    return tl.where((x == 0) & (y == 0), tl.where(y < 0, -0.0, 0.0), a)
+    return tl.where(x == 0, tl.where(y == 0, y, a), a)   # atan2(+-0, 0) = +-0
 
 
 @triton.jit
@@ -175,8 +179,8 @@ def acos(x):
 
 @triton.jit
 def copysign(a, b):
-    neg = (b < 0) | ((b == 0) & (1.0 / b < 0))
-    return tl.where(neg, -tl.abs(a), tl.abs(a))
+    neg = tl.where(b < 0, True, tl.where(b == 0, 1.0 / b < 0, False))
+    return tl.where(neg, tl.abs(a) * -1.0, tl.abs(a))
 
 
 @triton.jit
@@ -184,8 +188,7 @@ def pow(a, b):
     """a ** b as torch.pow computes it for floats (negative bases with integral exponents)."""
     r = tl.exp(b * tl.log(tl.abs(a)))
     b_int = tl.floor(b) == b
-    odd = b_int & ((b - 2.0 * tl.floor(b * 0.5)) != 0.0)
-    r = tl.where((a < 0) & odd, -r, r)
-    r = tl.where((a < 0) & ~b_int, float("nan"), r)
+    odd = tl.where(b_int, (b - 2.0 * tl.floor(b * 0.5)) != 0.0, False)
+    r = tl.where(a < 0, tl.where(odd, r * -1.0, tl.where(b_int, r, float("nan"))), r)
     r = tl.where(b == 0, 1.0, r)
-    return tl.where((a == 0) & (b > 0), 0.0, r)
+    return tl.where(a == 0, tl.where(b > 0, 0.0, r), r)

@@ -115,6 +115,10 @@ class _Eval:
         ptr = p.use_tensor(name)
         m = self.mask_for(off, mask)
         load = f"tl.load({ptr} + {off}" + (f", mask={m}, other=0)" if m else ")")
+        if not re.search(r"\b[xr]\w*", off):
+            # a scalar (rank 0 or broadcast): as a block, so that every value of the program
+            # has the program's shape (the interpreter cannot combine a scalar bool with a block)
+            load = f"tl.broadcast_to({load}, {'[XBLOCK]' if p.variant == 'flat' else '[XBLOCK, 1]'})"
         return p.let(load, key=key)
 
     def p_linear(self, idx: list[str], sizes: list[str]) -> str:
@@ -308,7 +312,9 @@ class _ProgramBuilder:
         elem = _elem(v.type)
         m = ev.mask_for(off, None) or ("xmask" if "x" in off else None)
         ptr = p.use_tensor(tname)
-        val = f"{val}.to({_tl(elem)})" if not _is_int(val) else val
+        if _literal(val):   # a constant (a fill): a typed block of it
+            val = self._typed_constant(val, "f64" if not _is_int(val) else "i64", elem)
+        val = f"{val}.to({_tl(elem)})"
         p.emit(f"tl.store({ptr} + {off}, {val}" + (f", mask={m})" if m else ")"))
 
     # -- values --------------------------------------------------------------------------------------
@@ -551,8 +557,11 @@ class _ProgramBuilder:
         block = op.regions[0].blocks[0]
         env: dict = {"__defs__": {r: o.operation for o in block.operations for r in o.results}, "__loc__": None}
         n_in = len(operands) - n_out
+        reduction = "reduction" in _kinds(op)
         for i, (a, operand) in enumerate(zip(block.arguments, operands)):
-            if i < n_in:
+            # a parallel body's %out holds its init's element (a rank-0 "reduction" reads it);
+            # a reduction's accumulator is handled by the reduction itself
+            if i < n_in or not reduction:
                 env[a] = _Lazy(self, operand, self._apply(maps[i], loop), cond)
         return env
 
@@ -582,6 +591,13 @@ class _ProgramBuilder:
             return None
         return p.let(table[c].format(x=x))
 
+    def _typed_constant(self, lit: str, src: str, target: str) -> str:
+        src = "i64" if src == "index" else src
+        if src in ("bf16", "f16"):
+            src = "f32"
+        const = self.p.let(f"tl.full([1], {lit}, {_tl(src)})", prefix="c")
+        return self.p.let(f"{const}.to({_tl(target)})")
+
     def _env(self, env, x, loop) -> str:
         if x in env:
             val = env[x]
@@ -603,18 +619,24 @@ class _ProgramBuilder:
     def _body_op(self, op, env, loop) -> str:
         name = op.operation.name
         p = self.p
+        if name == "tensor.extract":   # a gather: the tensor is read at computed indices
+            return self.value(op.operands[0], [self._env(env, x, loop) for x in op.operands[1:]])
         args = [self._env(env, x, loop) for x in op.operands] if name != "linalg.index" else []
         rt = str(op.results[0].type)
         if name == "arith.constant":
             return self._literal(op.attributes["value"], rt)
         if name in _FLOAT_BIN:
-            return p.let(f"{args[0]} {_FLOAT_BIN[name]} {args[1]}")
+            a, b = args
+            if _literal(a) and _literal(b):   # Python would fold them (1.0 / 0.0 raises)
+                a = p.let(f"tl.full([1], {a}, {_tl(rt)})", prefix="c")
+            return p.let(f"{a} {_FLOAT_BIN[name]} {b}")
         if name in _INT_BIN:
             if rt == "i1" and name == "arith.xori":
                 return p.let(f"{args[0]} ^ {args[1]}")
             return p.let(f"{args[0]} {_INT_BIN[name]} {args[1]}")
         if name == "arith.negf":
-            return p.let(f"-{args[0]}")
+            # not `-x`: Triton computes 0 - x, which loses the sign of a zero
+            return p.let(f"{args[0]} * -1.0")
         if name == "arith.remf":
             return p.let(f"lh.fmod({args[0]}, {args[1]})")
         if name in ("arith.divsi", "arith.divui"):
@@ -661,14 +683,11 @@ class _ProgramBuilder:
                 pred = pred[1:]   # sizes and indices: non-negative
             return p.let(f"{a} {pred} {b}")
         if name in ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
-                    "arith.extsi", "arith.trunci", "arith.index_cast", "arith.index_castui"):
+                    "arith.extsi", "arith.trunci", "arith.index_cast", "arith.index_castui", "arith.extui"):
             target = "i64" if rt == "index" else rt
-            return p.let(f"{args[0]}.to({_tl(target)})" if not _is_int(args[0]) else args[0])
-        if name == "arith.extui":
-            src = str(op.operands[0].type)
-            if src == "i1":
-                return p.let(f"{args[0]}.to({_tl(rt)})" if not _is_int(args[0]) else args[0])
-            return p.let(f"{args[0]}.to({_tl(rt)}, bitcast=False)")
+            if _literal(args[0]):   # a Python number has no .to(): a typed constant
+                return self._typed_constant(args[0], str(op.operands[0].type), target)
+            return p.let(f"{args[0]}.to({_tl(target)})")
         if name == "arith.bitcast":
             return p.let(f"{args[0]}.to({_tl(rt)}, bitcast=True)")
         if name in _MATH_UNARY:
@@ -693,8 +712,6 @@ class _ProgramBuilder:
         if name == "linalg.index":
             d = ir.IntegerAttr(op.attributes["dim"]).value
             return loop[d]
-        if name == "tensor.extract":
-            return self.value(op.operands[0], [self._env(env, x, loop) for x in op.operands[1:]])
         raise Unsupported(f"{name} in a linalg body")
 
     # -- reductions -----------------------------------------------------------------------------------
@@ -749,6 +766,9 @@ class _ProgramBuilder:
             p.root.lines.extend(loop_scope.lines)
             red = p.let(f"{_REDUCE[combine].format(acc)}[:, None]", comment=loc)
         p.scope, p.current_rmask, p.decomp = saved_scope, saved_mask, saved_decomp
+        result_elem = _elem(op.results[0].type)
+        if _acc_elem(result_elem) != result_elem or acc_elem != result_elem:
+            red = p.let(f"{red}.to({_tl(result_elem)})", scope=p.root)
         values = []
         for j in range(n_out):
             if results[j] == "zero":
@@ -843,9 +863,17 @@ class _ProgramBuilder:
         return self._widen(x, str(other.type))
 
     def _widen(self, x: str, elem: str) -> str:
-        if elem in ("f16", "bf16"):
-            return self.p.let(f"{x}.to(tl.float32)")
+        """The element a reduction combines, in its accumulation type (fp32 for 16-bit
+        floats, i64 for narrower integers: the neutral elements are of those types)."""
+        acc = _acc_elem(elem)
+        if acc != elem and not _literal(x):
+            return self.p.let(f"{x}.to({_tl(acc)})")
         return x
+
+
+def _literal(x: str) -> bool:
+    """A Python number in the generated code (not a Triton value)."""
+    return _is_int(x) or x.startswith("float(") or re.fullmatch(r"-?[\d.]+(e[-+]?\d+)?", x) is not None
 
 
 class _Lazy:
