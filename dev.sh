@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # lamina's two entry points, set-up included (see README.md):
 #   ./dev.sh demo   compile a GPT-style block with lamina, check it against eager, show timings and stages
-#   ./dev.sh test   run every test: lit (FileCheck IR tests) and pytest (e2e numerics)
+#   ./dev.sh test   run every test: lit (FileCheck IR tests) and pytest (e2e numerics), then the op
+#                   suites again on the cuda target (Triton's interpreter, no GPU needed)
 # Uses the active virtualenv if there is one, else creates .venv/ here. Installs lamina
 # (editable) with its test extras the first time, or again when pyproject.toml changes.
 set -euo pipefail
@@ -27,6 +28,10 @@ case "${1:-}" in
   demo) shift; exec "$PY" -m lamina.demo "$@" ;;
   test) shift
         "$(dirname "$PY")/lit" -sv test
-        exec "$PY" -m pytest -q -p no:cacheprovider test/python "$@" ;;
+        "$PY" -m pytest -q -p no:cacheprovider test/python "$@"
+        # the op suites again on the cuda target: its Triton programs in Triton's interpreter
+        TRITON_INTERPRET=1 LAMINA_TARGET=cuda exec "$PY" -m pytest -q -p no:cacheprovider \
+          test/python/e2e/test_ops.py test/python/e2e/test_edge_cases.py test/python/e2e/test_zero_size.py \
+          test/python/e2e/test_storage_views.py "$@" ;;
   *) echo "usage: ./dev.sh demo | ./dev.sh test" >&2; exit 2 ;;
 esac
