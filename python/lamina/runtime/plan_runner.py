@@ -15,16 +15,16 @@ from ..dialect import symbols as S
 from ..dialect import types as T
 from .compiled_graph import CompiledGraph, _empty_function, _tuple_source
 
-_ALIGN = 256   # device buffer offsets: the memory plan's 64 bytes, rounded up for vector loads
-
 
 class PlanRunner(CompiledGraph):
     compiles_on_first_call = True   # Triton compiles each program at its first launch
+    views = None                    # static plans: the intermediates' views, made at the first call
+
     def __init__(self, plan, library, device: str, cudagraphs: bool = False):
         self.plan = plan
         self.library = library
         self.device = device
-        self.cudagraphs = cudagraphs and device == "cuda" 
+        self.cudagraphs = cudagraphs and device == "cuda"
         self.input_copies = 0
         self._arena = None
         self.call_source = self._source(f"[{', '.join(self._result_expressions())}]")
@@ -48,8 +48,6 @@ class PlanRunner(CompiledGraph):
 
     def _element_types(self) -> set[str]:
         return {dt for launch in self.plan.launches for _, dt in launch.output_specs}
-
-    views = None
 
     def structured_call(self, single_output: bool, result_of_output: list):
         fn = super().structured_call(single_output, result_of_output)
