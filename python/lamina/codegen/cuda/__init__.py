@@ -32,10 +32,10 @@ class _Devices:
 
 
 class _Device:
-    def __get__(self, obj, owner):
-        import torch
+    """Where the runtime allocates: the CPU under Triton's interpreter (CI), else CUDA."""
 
-        return "cuda" if torch.cuda.is_available() and not interpreting() else ("cpu" if interpreting() else "cuda")
+    def __get__(self, obj, owner):
+        return "cpu" if interpreting() else "cuda"
 
 
 @register_target("cuda")
