@@ -25,6 +25,7 @@ from mlir.execution_engine import ExecutionEngine
 
 from .._assets import asset_path
 from ..runtime.memref import descriptor
+from ..transforms.common import walk_ops
 from ..transforms.registry import register_pass
 from .blas import BLAS_SYMBOLS, host_blas_library
 from .target import register_target
@@ -182,17 +183,8 @@ def copies_to_loops(module: ir.Module | ir.Operation) -> int:
     linalg.copy it becomes a parallel loop nest like every other kernel loop. Copies
     between identity layouts stay memref.copy (an llvm.memcpy). Returns the count.
     """
-    op = module.operation if isinstance(module, ir.Module) else module
-    copies = []
-
-    def collect(o):
-        if o.name == "memref.copy":
-            copies.append(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(collect)
     n = 0
-    for c in copies:
+    for c in [o for o in walk_ops(module) if o.name == "memref.copy"]:
         src, dst = c.operands[0], c.operands[1]
         if _identity_layout(src.type) and _identity_layout(dst.type):
             continue
@@ -213,18 +205,9 @@ def expands_to_reinterpret_casts(module: ir.Module | ir.Operation) -> int:
     fallback for such reshapes) into exactly that expand. Returns the count."""
     from mlir.dialects import arith, memref
 
-    op = module.operation if isinstance(module, ir.Module) else module
-    found = []
-
-    def collect(o):
-        if o.name == "memref.expand_shape":
-            found.append(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(collect)
     dynamic = ir.ShapedType.get_dynamic_size()
     n = 0
-    for e in found:
+    for e in [o for o in walk_ops(module) if o.name == "memref.expand_shape"]:
         groups = [[ir.IntegerAttr(j).value for j in ir.ArrayAttr(g)] for g in ir.ArrayAttr(e.attributes["reassociation"])]
         static = list(ir.DenseI64ArrayAttr(e.attributes["static_output_shape"]))
         if all(sum(static[d] == dynamic for d in g) <= 1 for g in groups):

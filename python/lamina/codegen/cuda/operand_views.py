@@ -128,12 +128,13 @@ def operand_views(module, **options) -> None:
                 if user.name != "func.call":
                     ok = False
                     break
-                _, ck = kernels[next(c for c in calls if c.operation == user)]
+                j = next(n for n, c in enumerate(calls) if c.operation == user)
+                _, ck = kernels[calls[j]]
                 t = next((tv for tv, a in ck.tensor_of_arg.items() if a == u.operand_number), None)
                 if t is None or not _only_contraction_operand(t):
                     ok = False
                     break
-                consumers.append(calls.index(next(c for c in calls if c.operation == user)))
+                consumers.append(j)
             if not ok or not consumers or min(consumers) <= i:
                 continue
             if m_src not in args:                  # an arena buffer: intact until the last consumer?

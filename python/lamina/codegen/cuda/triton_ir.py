@@ -93,33 +93,6 @@ def _op_name_of(loc) -> str | None:
     return where
 
 
-def _const_number(v, env=None) -> float | None:
-    """The value of a scalar constant, through int/float conversions and linalg block
-    arguments bound to constant inputs (`env`: pow exponents)."""
-    while True:
-        lazy = (env or {}).get(v) if isinstance(v, ir.BlockArgument) else None
-        if lazy is not None and hasattr(lazy, "operand"):
-            v = lazy.operand
-            continue
-        op = _owner(v)
-        if op is not None and op.name in ("arith.sitofp", "arith.extf", "arith.truncf", "arith.uitofp"):
-            v = op.operands[0]
-            continue
-        break
-    if op is None or op.name != "arith.constant":
-        return None
-    attr = op.attributes["value"]
-    if isinstance(attr, ir.DenseElementsAttr):
-        if not attr.is_splat:
-            return None
-        attr = attr.get_splat_value()
-    if isinstance(attr, ir.FloatAttr):
-        return attr.value
-    if isinstance(attr, ir.IntegerAttr):
-        return float(attr.value)
-    return None
-
-
 class _Kernel:
     """Arguments, stored results and value definitions of one kernel function."""
 

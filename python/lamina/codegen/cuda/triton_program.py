@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from mlir import ir
 
-from .triton_ir import (Unsupported, _add, _affine_results, _const_number, _const_val, _dense_constants, _dim_pos,
+from ...lowering.vector_math import _constant_value
+from .triton_ir import (Unsupported, _add, _affine_results, _const_val, _dense_constants, _dim_pos,
                         _dropped_dims, _elem, _is_int, _kinds, _maps, _mul, _op_name_of, _owner, _prod,
                         _result_index, _scalar_literal, _tl)
 
@@ -169,15 +170,31 @@ _CMPF = {0: None, 1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 7: "ord", 
 _CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "u<", 7: "u<=", 8: "u>", 9: "u>="}
 
 
-_MATH_UNARY = {"math.exp": "tl.exp({})", "math.exp2": "tl.exp2({})", "math.log": "tl.log({})",
-               "math.log2": "tl.log2({})", "math.sqrt": "tl.sqrt({})", "math.rsqrt": "tl.math.rsqrt({})",
-               "math.absf": "tl.abs({})", "math.absi": "tl.abs({})", "math.sin": "tl.sin({})",
-               "math.cos": "tl.cos({})", "math.erf": "tl.math.erf({})", "math.floor": "tl.floor({})",
-               "math.ceil": "tl.ceil({})", "math.tanh": "lh.tanh({})", "math.log1p": "lh.log1p({})",
-               "math.expm1": "lh.expm1({})", "math.tan": "lh.tan({})", "math.atan": "lh.atan({})",
-               "math.roundeven": "lh.round_even({})", "math.round": "lh.round_away({})",
-               "math.trunc": "lh.trunc({})", "math.sinh": "lh.sinh({})", "math.cosh": "lh.cosh({})",
-               "math.asin": "lh.asin({})", "math.acos": "lh.acos({})", "math.log10": "(tl.log({}) * 0.4342944819032518)"}
+# Body ops that are one expression of their operands ({0}, {1}, ...): Triton built-ins, or
+# the helpers of triton_helpers.py (lh) where torch's semantics differ from Triton's.
+_TEMPLATES = {
+    "math.exp": "tl.exp({0})", "math.exp2": "tl.exp2({0})", "math.log": "tl.log({0})", "math.log2": "tl.log2({0})",
+    "math.sqrt": "tl.sqrt({0})", "math.rsqrt": "tl.math.rsqrt({0})", "math.absf": "tl.abs({0})",
+    "math.absi": "tl.abs({0})", "math.sin": "tl.sin({0})", "math.cos": "tl.cos({0})", "math.erf": "tl.math.erf({0})",
+    "math.floor": "tl.floor({0})", "math.ceil": "tl.ceil({0})", "math.tanh": "lh.tanh({0})",
+    "math.log1p": "lh.log1p({0})", "math.expm1": "lh.expm1({0})", "math.tan": "lh.tan({0})",
+    "math.atan": "lh.atan({0})", "math.roundeven": "lh.round_even({0})", "math.round": "lh.round_away({0})",
+    "math.trunc": "lh.trunc({0})", "math.sinh": "lh.sinh({0})", "math.cosh": "lh.cosh({0})",
+    "math.asin": "lh.asin({0})", "math.acos": "lh.acos({0})", "math.log10": "(tl.log({0}) * 0.4342944819032518)",
+    "math.fpowi": "lh.pow({0}, {1}.to(tl.float32))", "math.atan2": "lh.atan2({0}, {1})",
+    "math.fma": "{0} * {1} + {2}", "math.copysign": "lh.copysign({0}, {1})", "math.isnan": "{0} != {0}",
+    "math.isinf": "tl.abs({0}) == float('inf')",
+    # not `-x`: Triton computes 0 - x, which loses the sign of a zero
+    "arith.negf": "{0} * -1.0",
+    "arith.remf": "lh.fmod({0}, {1})",
+    "arith.divsi": "lh.div_trunc({0}, {1})", "arith.divui": "lh.div_trunc({0}, {1})",
+    "arith.remsi": "lh.rem_trunc({0}, {1})", "arith.remui": "lh.rem_trunc({0}, {1})",
+    "arith.floordivsi": "lh.div_floor({0}, {1})",
+    "arith.maximumf": "lh.maximum({0}, {1})", "arith.minimumf": "lh.minimum({0}, {1})",
+    "arith.maxnumf": "tl.maximum({0}, {1})", "arith.maxsi": "tl.maximum({0}, {1})", "arith.maxui": "tl.maximum({0}, {1})",
+    "arith.minnumf": "tl.minimum({0}, {1})", "arith.minsi": "tl.minimum({0}, {1})", "arith.minui": "tl.minimum({0}, {1})",
+    "arith.shrui": "lh.shr_logical({0}, {1})", "arith.select": "tl.where({0}, {1}, {2})",
+}
 
 
 class _ProgramBuilder:
@@ -580,7 +597,10 @@ class _ProgramBuilder:
     def _exponent(self, op, env) -> str | None:
         """x ** c for a small constant c as multiplications / sqrt (exact, and what torch's
         pow kernels do for these exponents)."""
-        c = _const_number(op.operands[1], env)
+        e = op.operands[1]
+        while _owner(e) is not None and _owner(e).name == "arith.truncf":   # (a rounded f64 exponent)
+            e = _owner(e).operands[0]
+        c = _constant_value(e)   # through conversions and the generic's constant inputs
         if c is None:
             return None
         x = self._env(env, op.operands[0], None)
@@ -631,32 +651,9 @@ class _ProgramBuilder:
                 a = p.let(f"tl.full([1], {a}, {_tl(rt)})", prefix="c")
             return p.let(f"{a} {_FLOAT_BIN[name]} {b}")
         if name in _INT_BIN:
-            if rt == "i1" and name == "arith.xori":
-                return p.let(f"{args[0]} ^ {args[1]}")
             return p.let(f"{args[0]} {_INT_BIN[name]} {args[1]}")
-        if name == "arith.negf":
-            # not `-x`: Triton computes 0 - x, which loses the sign of a zero
-            return p.let(f"{args[0]} * -1.0")
-        if name == "arith.remf":
-            return p.let(f"lh.fmod({args[0]}, {args[1]})")
-        if name in ("arith.divsi", "arith.divui"):
-            return p.let(f"lh.div_trunc({args[0]}, {args[1]})")
-        if name in ("arith.remsi", "arith.remui"):
-            return p.let(f"lh.rem_trunc({args[0]}, {args[1]})")
-        if name == "arith.floordivsi":
-            return p.let(f"lh.div_floor({args[0]}, {args[1]})")
-        if name in ("arith.maximumf",):
-            return p.let(f"lh.maximum({args[0]}, {args[1]})")
-        if name in ("arith.minimumf",):
-            return p.let(f"lh.minimum({args[0]}, {args[1]})")
-        if name in ("arith.maxnumf", "arith.maxsi", "arith.maxui"):
-            return p.let(f"tl.maximum({args[0]}, {args[1]})")
-        if name in ("arith.minnumf", "arith.minsi", "arith.minui"):
-            return p.let(f"tl.minimum({args[0]}, {args[1]})")
-        if name == "arith.shrui":
-            return p.let(f"lh.shr_logical({args[0]}, {args[1]})")
-        if name == "arith.select":
-            return p.let(f"tl.where({args[0]}, {args[1]}, {args[2]})")
+        if name in _TEMPLATES:
+            return p.let(_TEMPLATES[name].format(*args))
         if name == "arith.cmpf":
             pred = _CMPF[ir.IntegerAttr(op.attributes["predicate"]).value]
             a, b = args
@@ -690,25 +687,11 @@ class _ProgramBuilder:
             return p.let(f"{args[0]}.to({_tl(target)})")
         if name == "arith.bitcast":
             return p.let(f"{args[0]}.to({_tl(rt)}, bitcast=True)")
-        if name in _MATH_UNARY:
-            return p.let(_MATH_UNARY[name].format(args[0]))
         if name == "math.powf":
             e = self._exponent(op, env)
             if e is not None:
                 return e
             return p.let(f"lh.pow({args[0]}, {args[1]})")
-        if name == "math.fpowi":
-            return p.let(f"lh.pow({args[0]}, {args[1]}.to(tl.float32))")
-        if name == "math.atan2":
-            return p.let(f"lh.atan2({args[0]}, {args[1]})")
-        if name == "math.fma":
-            return p.let(f"{args[0]} * {args[1]} + {args[2]}")
-        if name == "math.copysign":
-            return p.let(f"lh.copysign({args[0]}, {args[1]})")
-        if name == "math.isnan":
-            return p.let(f"{args[0]} != {args[0]}")
-        if name == "math.isinf":
-            return p.let(f"tl.abs({args[0]}) == float('inf')")
         if name == "linalg.index":
             d = ir.IntegerAttr(op.attributes["dim"]).value
             return loop[d]
