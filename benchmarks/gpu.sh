@@ -6,6 +6,11 @@
 # lamina from this working tree (PYTHONPATH). Anyone with a GPU box and the bundle can repeat:
 #   bash benchmarks/gpu.sh [OUTDIR] [harness options...]
 # Results (test log, harness table and JSON, GPU description) go to OUTDIR ($OUT, else /tmp/lamina-gpu).
+# The harness runs twice: with its default cuda timer, `gpu` (CUDA events around each call after
+# an L2 flush, as triton.testing.do_bench: kernel time) into harness.{txt,json}, then with
+# `--timer wall` (back-to-back calls closed by a synchronize: end-to-end time with the host's
+# launch overhead) into harness_wall.{txt,json}; then lamina with CUDA graphs.
+# Set SKIP_TESTS, SKIP_WALL or SKIP_CUDAGRAPHS (to anything) to leave that step out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-/tmp/lamina-gpu}}
@@ -26,9 +31,17 @@ fi
 python3 benchmarks/run.py --device cuda --json "$out/harness.json" "$@" > "$out/harness.txt" 2>&1
 echo "harness rc=$?"
 grep -E "^\||geomean|copy bandwidth|compile s" "$out/harness.txt"
+if [[ -z "${SKIP_WALL:-}" ]]; then
+  # the same rows by wall time (host launch and dispatch overhead included: what a launch-bound
+  # program sees); --timer after "$@" so that it wins
+  python3 benchmarks/run.py --device cuda --json "$out/harness_wall.json" "$@" --timer wall \
+    > "$out/harness_wall.txt" 2>&1
+  echo "wall-timer harness rc=$?"
+  grep -E "^\||geomean|copy bandwidth|compile s" "$out/harness_wall.txt"
+fi
 if [[ -z "${SKIP_CUDAGRAPHS:-}" ]]; then
   # launch-bound graphs replayed from CUDA graphs (options={"cudagraphs": True}), lamina only
-  LAMINA_CUDAGRAPHS=1 python3 benchmarks/run.py --device cuda --sizes small,large --no-inductor \
+  LAMINA_CUDAGRAPHS=1 python3 benchmarks/run.py --device cuda --sizes small,large --no-inductor --timer wall \
     --json "$out/harness_cudagraphs.json" > "$out/harness_cudagraphs.txt" 2>&1
   echo "cudagraphs harness rc=$?"
   grep -E "^\||geomean" "$out/harness_cudagraphs.txt"

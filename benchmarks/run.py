@@ -14,8 +14,12 @@ entry function (a fresh code object), so all stay compiled side by side after on
 torch._dynamo.reset() per case. Then the backends are timed in interleaved rounds (--rounds,
 the backend order rotating per round; each round: 2 warm-up calls, then its share of the
 --repeat samples), so a slow spell of a shared machine hits every backend alike and the
-ratios stay meaningful. A sample is one call on the CPU; on cuda a batch of back-to-back
-calls closed by a synchronize, divided by the batch size. `ms` is the median of the samples.
+ratios stay meaningful. `--timer` says what a sample is: `wall` (the default on the CPU) is
+host time, one call on the CPU, and on cuda a batch of back-to-back calls closed by a
+synchronize, divided by the batch size (launch and dispatch overhead included); `gpu` (the
+default on cuda) is GPU time as triton.testing.do_bench measures it: one call between two
+CUDA events, after a 256 MiB buffer is zeroed (an L2 flush, and the host launches the call
+while the device runs it). `ms` is the median of the samples.
 
 Reported per row: ms per backend; eager/inductor and eager/lamina (speedups over eager,
 above 1 = faster than eager) and "lam vs ind" = inductor ms / lamina ms (above 1 = lamina
@@ -27,7 +31,7 @@ geomeans of the speedups over all rows (and per size) and the copy bandwidth.
 `--dynamic` adds the backend lamina_dyn: lamina compiling with `dynamic=True` (every
 input size symbolic, one compile for all sizes), and the ratio "dyn/static" = lamina ms /
 lamina_dyn ms (above 0.9: the symbolic compile is within 10% of the static one).
-`--json FILE` writes all of it, with the environment (torch, threads, CPU model).
+`--json FILE` writes all of it, with the environment (torch, threads, CPU model, timer).
 """
 from __future__ import annotations
 
@@ -46,6 +50,17 @@ BACKENDS = ("eager", "inductor", "lamina")
 SHORT = {"eager": "eager", "inductor": "ind", "lamina": "lam", "lamina_dyn": "lam-dyn"}
 DYNAMIC_SUFFIX = "_dyn"  # label of a backend compiled with dynamic=True
 COPY_MIB = 64
+FLUSH_BYTES = 256 * 2**20  # the gpu timer's L2 flush: triton.testing.do_bench's int32 buffer (256 MiB)
+TIMERS = ("wall", "gpu")  # --timer; make_sampler says what a sample of each is
+
+
+def timer_method(timer: str, device_type: str) -> str:
+    """What a sample of `timer` is on `device_type`, in words (the header, the JSON environment)."""
+    if timer == "gpu":
+        return "GPU time of one call between CUDA events, after a 256 MiB L2 flush, as triton.testing.do_bench"
+    if device_type == "cuda":
+        return "wall time of back-to-back calls closed by a synchronize, per call: launch overhead included"
+    return "wall time of one call"
 
 
 # ---- environment and timing --------------------------------------------------------
@@ -101,15 +116,25 @@ def _stats(samples: list[float], stat: str, batch: int) -> dict:
     return {"ms": t[f"{stat}_ms"], **t}
 
 
-def make_sampler(device):
-    """sampler(fn, n, batch=None) -> (samples in ms, batch): `n` samples of `fn`. On the CPU a
-    sample is one call. On cuda a sample is a batch of back-to-back calls (enough for ~1 ms,
-    at most 100; pass the batch of an earlier call to keep it) closed by
-    torch.cuda.synchronize(), divided by the batch size: launches overlap the previous
-    kernels as in a real program, and the per-call synchronization latency is not counted."""
+def make_sampler(device, timer: str = "wall"):
+    """sampler(fn, n, batch=None) -> (samples in ms, batch): `n` samples of `fn`, by `timer`.
+
+    "wall": on the CPU a sample is one call. On cuda a sample is a batch of back-to-back
+    calls (enough for ~1 ms, at most 100; pass the batch of an earlier call to keep it)
+    closed by torch.cuda.synchronize(), divided by the batch size: launches overlap the
+    previous kernels as in a real program, and the per-call synchronization latency is not
+    counted, but the host's launch and dispatch work is.
+    "gpu" (cuda only): event_sampler with torch.cuda events and a FLUSH_BYTES flush buffer."""
     import torch
 
+    if timer not in TIMERS:
+        raise ValueError(f"unknown timer {timer!r}; timers: {', '.join(TIMERS)}")
     cuda = device.type == "cuda"
+    if timer == "gpu":
+        if not cuda:
+            raise ValueError(f"the gpu timer times with CUDA events: it needs a cuda device, not {device}")
+        flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+        return event_sampler(lambda: torch.cuda.Event(enable_timing=True), flush.zero_, torch.cuda.synchronize)
 
     def sampler(fn, n, batch=None):
         if batch is None:
@@ -129,6 +154,26 @@ def make_sampler(device):
                 torch.cuda.synchronize()
             samples.append((time.perf_counter() - t0) * 1e3 / batch)
         return samples, batch
+    return sampler
+
+
+def event_sampler(new_event, flush, synchronize):
+    """The gpu timer's sampler, triton.testing.do_bench's method: a sample is one call
+    (calls_per_sample 1; `batch` is ignored) between the `record()`s of two device events
+    (`new_event()`), each call preceded by `flush()`, which queues a write of a buffer larger
+    than the L2 cache: every backend reads its inputs from DRAM, and the host launches the
+    call while the device still runs the flush, which hides the host's launch and dispatch
+    work as long as it is shorter than the flush. After the `n` calls one `synchronize()`,
+    then `start.elapsed_time(end)` (ms) of each pair."""
+    def sampler(fn, n, batch=None):
+        events = [(new_event(), new_event()) for _ in range(n)]
+        for start, end in events:
+            flush()
+            start.record()
+            fn()
+            end.record()
+        synchronize()
+        return [start.elapsed_time(end) for start, end in events], 1
     return sampler
 
 
@@ -158,7 +203,8 @@ def sync(device):
 
 
 def copy_bandwidth(device, sampler, repeat: int, stat: str) -> dict:
-    """GB/s of dst.copy_(src) on a COPY_MIB buffer: bytes read + bytes written per second."""
+    """GB/s of dst.copy_(src) on a COPY_MIB buffer: bytes read + bytes written per second,
+    timed by `sampler`, the one that times the rows (the same timer)."""
     import torch
 
     n = COPY_MIB * 2**20 // 4
@@ -365,9 +411,10 @@ def report_text(result) -> str:
     labels, rows, summary = result["backends"], result["rows"], result["summary"]
     env, copy = result["environment"], result["copy"]
     text, notes = table(rows, labels)
+    timer = env.get("timer", "wall")
     out = [f"lamina benchmarks on {env['device']} ({env['cpu_model']}, torch {env['torch']}, "
            f"{env['torch_threads']} threads, {env.get('dtype', 'float32')}, load {env.get('loadavg_1min')}, {result['stat']} of {result['repeat']} samples in {result.get('rounds', 1)} interleaved rounds, "
-           f"inductor caches {'on' if env.get('inductor_caches') else 'off'})", "", text, ""]
+           f"timer {timer}: {env.get('timer_method') or timer_method(timer, env['device'].split(':')[0])}; inductor caches {'on' if env.get('inductor_caches') else 'off'})", "", text, ""]
     out += [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
     if notes:
         out.append("")
@@ -379,7 +426,7 @@ def report_text(result) -> str:
     out.append("compile s: " + ", ".join(f"{l} total {v['total']:.1f} s (geomean {_f(v['geomean'], '{:.2f}')} s per case)"
                                          for l, v in summary["compile_s"].items()))
     out.append(f"copy bandwidth: dst.copy_(src) of {copy['MiB']} MiB: {copy['GBps']:.1f} GB/s "
-               f"(read + write, {copy['ms']:.3f} ms); % copy = GB/s of the row / this")
+               f"(read + write, {copy['ms']:.3f} ms, timer {copy.get('timer', timer)}); % copy = GB/s of the row / this")
     out.append("rate: GB/s = (inputs + params + outputs) bytes / time (bandwidth-bound cases), "
                "GF/s = GFLOP/s (matmul-bound cases, 2*M*N*K per matmul); "
                "eager/x > 1: x faster than eager; lam vs ind = ind ms / lam ms (> 1: lamina faster)")
@@ -406,6 +453,11 @@ def parse_args(argv):
                    help="interleaved rounds the samples are spread over (default 5; 1 = one backend after the other)")
     p.add_argument("--stat", choices=("median", "min"), default="median",
                    help="which statistic of the samples is `ms` (default: median)")
+    p.add_argument("--timer", choices=TIMERS,
+                   help="what a sample is (default: gpu on cuda, wall on the CPU): wall = host time (on cuda "
+                        "a batch of back-to-back calls closed by a synchronize, launch overhead included); "
+                        "gpu = CUDA events around one call after a 256 MiB L2 flush, as "
+                        "triton.testing.do_bench (kernel time; cuda only)")
     p.add_argument("--no-inductor", action="store_true", help="skip inductor")
     p.add_argument("--no-inductor-cache", action="store_true",
                    help="disable inductor's on-disk caches, so its compile time is a cold compile")
@@ -444,6 +496,11 @@ def main(argv=None) -> int:
         print(f"unknown case or size: {', '.join(unknown)}; cases: {', '.join(cases.CASES)}; "
               f"sizes: {', '.join(cases.SIZES)}", file=sys.stderr)
         return 2
+    args.timer = args.timer or ("gpu" if args.device == "cuda" else "wall")
+    if args.timer == "gpu" and args.device != "cuda":
+        print("--timer gpu times with CUDA events and needs --device cuda; on the CPU use --timer wall "
+              "(the default there)", file=sys.stderr)
+        return 2
 
     import torch
 
@@ -467,16 +524,19 @@ def main(argv=None) -> int:
         labels.append("lamina" + DYNAMIC_SUFFIX)
     env = environment(device)
     env["dtype"] = args.dtype
+    env["timer"] = args.timer
+    env["timer_method"] = timer_method(args.timer, device.type)
     load, cores = env.get("loadavg_1min"), env.get("cpu_count") or 1
     if device.type == "cpu" and load is not None and load >= 0.5 * cores and torch.get_num_threads() > 1:
         notes.append(f"the machine was busy at the start (load {load} on {cores} cores): torch's "
                      f"{torch.get_num_threads()} OpenMP threads wait for descheduled threads (ms-sized steps "
                      "in eager/inductor times); --threads 1 gives steadier numbers")
         print("note: " + notes[-1], file=sys.stderr)
-    sampler = make_sampler(device)
+    sampler = make_sampler(device, args.timer)
 
     copy = copy_bandwidth(device, sampler, max(args.repeat, 5), args.stat)
-    print(f"copy bandwidth: {copy['GBps']:.1f} GB/s", file=sys.stderr)
+    copy["timer"] = args.timer
+    print(f"copy bandwidth: {copy['GBps']:.1f} GB/s (timer {args.timer})", file=sys.stderr)
     rows = []
     for name in names:
         for size in sizes:
@@ -485,7 +545,7 @@ def main(argv=None) -> int:
             rows.append(row)
             ms = ", ".join(f"{l} {_f(row[l].get('ms'), '{:.4g}')} ms ({row[l]['status']})" for l in labels)
             print(f"{name}/{size}: {ms}  [{time.perf_counter() - t0:.1f} s]", file=sys.stderr)
-    result = {"environment": env, "repeat": args.repeat, "rounds": args.rounds, "stat": args.stat, "backends": labels, "copy": copy,
+    result = {"environment": env, "repeat": args.repeat, "rounds": args.rounds, "stat": args.stat, "timer": args.timer, "backends": labels, "copy": copy,
               "rows": rows, "summary": summarize(rows, labels), "notes": notes}
     print(report_text(result))
     if args.json:

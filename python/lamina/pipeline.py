@@ -122,7 +122,8 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir, target_opti
             Path(dump_dir).mkdir(parents=True, exist_ok=True)
             (Path(dump_dir) / f"{graph_name}.00-import.mlir").write_text(text)
     stage("graph", lambda: run_graph_passes(module))
-    stage("fuse", lambda: run_pass("lamina-fuse", module))
+    # a target may widen what one kernel holds (cuda: attention chains); the rest is shared
+    stage("fuse", lambda: run_pass("lamina-fuse", module, **getattr(tgt, "fusion_options", {})))
     stage("widen", lambda: run_pass("lamina-widen-low-precision", module))
     stage("outline", lambda: run_pass("lamina-outline-kernels", module))
     stage("plan", lambda: run_pass("lamina-plan-memory", module))

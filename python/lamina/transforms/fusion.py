@@ -17,6 +17,11 @@ and cut a new kernel
     LARGE_CONTRACTION_FLOPS, starts that contraction's kernel: a target reads it as a
     strided view (the CPU's BLAS call takes F.linear's W^T as W with 'T'), so no transpose
     kernel runs per call.
+With `attention=1` (a target that compiles attention chains as one kernel: the cuda
+target's flash-attention programs) a chain matmul -> pointwise/reshape ops -> softmax(last
+dim) -> reshape -> matmul, each link used once, is one kernel from the first matmul to the
+second (ops in between that feed it join it), of kind "attention": the scores and the
+probabilities then never reach memory. Without it (the CPU target) the chain is three kernels.
 Kernels are contiguous runs of a topologically ordered block, so the kernel graph is
 acyclic by construction. Constants are not grouped (outlining clones them into every
 kernel that uses them) unless the graph returns one directly.
@@ -53,7 +58,10 @@ def op_kind(op_name: str) -> str:
 
 
 def kernel_kind(op_names) -> str:
-    """A kernel's kind: its heaviest op's kind."""
+    """A kernel's kind: its heaviest op's kind ("attention": two contractions around a softmax)."""
+    op_names = list(op_names)
+    if sum(op_kind(n) == "contraction" for n in op_names) == 2 and "lamina.softmax" in op_names:
+        return "attention"
     kinds = {op_kind(n) for n in op_names if n != "lamina.constant"}
     for kind in ("contraction", "reduction", "pointwise", "data_movement"):
         if kind in kinds:
@@ -86,12 +94,13 @@ def _set_kernel(op: ir.Operation, kernel: int) -> None:
     op.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kernel)
 
 
-def fuse_function(func_op) -> int:
+def fuse_function(func_op, attention: bool = False) -> int:
     """Label the lamina ops of one function; returns the number of kernels."""
     ops = lamina_ops(func_op)
     groupable = [op for op in ops if op.name != "lamina.constant" or _returned_directly(op)]
     if any(_kernel_id(op) is not None for op in ops):
         return _complete_user_labels(groupable)
+    inside = _attention_spans(groupable) if attention else set()
     kernel, has_contraction, started = 0, False, False
     for i, op in enumerate(groupable):
         kind = op_kind(op.name)
@@ -100,6 +109,8 @@ def fuse_function(func_op) -> int:
             cut = False  # its transposed operand opened this kernel
         elif i + 1 < len(groupable) and _folds_into_next(op, groupable[i + 1]):
             cut = True
+        if i in inside:
+            cut = False  # the rest of an attention chain
         if started and cut:
             kernel += 1
             has_contraction = False
@@ -141,6 +152,90 @@ def _folds_into_next(op: ir.Operation, nxt: ir.Operation) -> bool:
     return flops is not None and flops >= LARGE_CONTRACTION_FLOPS
 
 
+_RESHAPES = {"lamina.reshape"}
+_ELEMENTWISE_ON_PATH = {"lamina.cast"}
+
+
+def _single_user(v: ir.Value):
+    uses = list(v.uses)
+    return uses[0].owner if len(uses) == 1 else None
+
+
+def _attention_spans(ops: list[ir.Operation]) -> set[int]:
+    """Positions (in `ops`) after the first matmul of each attention chain, up to and
+    including its second matmul: matmul -> (pointwise | reshape)* -> softmax(last dim) ->
+    (reshape | convert)* -> matmul(probabilities, V), every link's only user the next."""
+    pos = {op: i for i, op in enumerate(ops)}
+    inside: set[int] = set()
+    for sm in ops:
+        if sm.name != "lamina.softmax":
+            continue
+        rank = ir.RankedTensorType(sm.operands[0].type).rank
+        dim = ir.IntegerAttr(sm.attributes["dim"]).value
+        if rank < 2 or dim not in (-1, rank - 1):
+            continue
+        # forward: the probabilities feed the second matmul as its left operand
+        v, c2 = sm.results[0], None
+        while True:
+            user = _single_user(v)
+            if user is None or user not in pos:
+                break
+            if user.name in _RESHAPES | _ELEMENTWISE_ON_PATH:
+                v = user.results[0]
+                continue
+            if op_kind(user.name) == "contraction" and user.operands[0] == v and user.operands[1] != v:
+                c2 = user
+            break
+        # backward: the scores come from the first matmul through pointwise ops and reshapes
+        v, c1 = sm.operands[0], None
+        while True:
+            op = v.owner
+            if not isinstance(op, ir.Operation):
+                op = getattr(op, "operation", None)
+            if op is None or op not in pos or _single_user(v) is None:
+                break
+            if op_kind(op.name) == "contraction":
+                c1 = op
+                break
+            if op.name in _RESHAPES or op_kind(op.name) == "pointwise":
+                on_path = [x for x in op.operands if _path_candidate(x, pos)]
+                if len(on_path) != 1:
+                    break   # the scores must be one operand's chain (the others: masks, biases)
+                v = on_path[0]
+                continue
+            break
+        if c1 is None or c2 is None or pos[c1] >= pos[c2]:
+            continue
+        between = ops[pos[c1] + 1:pos[c2]]
+        if any(op_kind(o.name) == "contraction" or (op_kind(o.name) == "reduction" and o != sm) for o in between):
+            continue
+        inside.update(range(pos[c1] + 1, pos[c2] + 1))
+    return inside
+
+
+def _path_candidate(x: ir.Value, pos) -> bool:
+    """An operand that may carry the scores: produced by a non-constant lamina op of the
+    function (constants, graph inputs and scalars are the masks and scales)."""
+    op = x.owner
+    op = getattr(op, "operation", op)
+    if not isinstance(op, ir.Operation) or op not in pos or op.name == "lamina.constant":
+        return False
+    return ir.RankedTensorType(x.type).rank > 0 and _depends_on_contraction(op, pos, set())
+
+
+def _depends_on_contraction(op, pos, seen) -> bool:
+    if op in seen:
+        return False
+    seen.add(op)
+    if op_kind(op.name) == "contraction":
+        return True
+    for x in op.operands:
+        o = getattr(x.owner, "operation", x.owner)
+        if isinstance(o, ir.Operation) and o in pos and _depends_on_contraction(o, pos, seen):
+            return True
+    return False
+
+
 def _complete_user_labels(ops: list[ir.Operation]) -> int:
     previous = None
     labels = set()
@@ -155,7 +250,8 @@ def _complete_user_labels(ops: list[ir.Operation]) -> int:
 
 
 @register_pass("lamina-fuse", level="L2",
-               description="group lamina ops into kernels, recorded as `lamina.kernel = N` on each op (existing labels win)")
-def fuse(module: ir.Module, **options) -> None:
+               description="group lamina ops into kernels, recorded as `lamina.kernel = N` on each op (existing labels win); "
+                           "attention=1: attention chains as one kernel")
+def fuse(module: ir.Module, attention=False, **options) -> None:
     for func_op in graph_functions(module):
-        fuse_function(func_op)
+        fuse_function(func_op, attention=bool(int(attention)))

@@ -45,6 +45,9 @@ class CudaTarget:
     devices = _Devices()
     autotune = True
     cudagraphs = False
+    # matmul -> scale/mask -> softmax -> matmul is one kernel: a flash-attention program
+    # (attention.py) when it matches, the scores never written to memory
+    fusion_options = {"attention": True}
 
     def configure(self, autotune: bool = True, cudagraphs: bool = False, **_ignored) -> None:
         self.autotune = autotune
@@ -58,6 +61,11 @@ class CudaTarget:
 
     def load(self, module):
         from .triton_library import TritonKernelLibrary
+
+        if interpreting():
+            from . import interpreter_compat
+
+            interpreter_compat.apply()
 
         return TritonKernelLibrary(module, device=self.device, autotune=self.autotune)
 

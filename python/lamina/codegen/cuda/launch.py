@@ -38,6 +38,25 @@ def persistent_configs(rblock: int) -> list[dict]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def attention_configs(d_qk: int, d_v: int, elem: str) -> list[dict]:
+    """Query rows (XBLOCK) and keys (RBLOCK) per step of a flash-attention program, warps and
+    pipeline stages, heuristic first: smaller tiles for fp32 (IEEE dots run on the FMA units,
+    registers run out first) and for wide heads."""
+    d = max(d_qk, d_v)
+    if d > 256:   # (a symbolic head size, large at run time) small tiles, no pipelining
+        cands = [(32, 32, 4, 1), (16, 16, 4, 1)]
+    elif elem == "f32":
+        cands = [(64, 32, 4, 2), (64, 64, 8, 2)] if d <= 64 else [(32, 32, 4, 2), (64, 32, 8, 2)]
+    elif d <= 64:   # (few candidates: each is a Triton compile at the first call)
+        cands = [(128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3)]
+    elif d <= 128:
+        cands = [(128, 64, 8, 3), (64, 64, 4, 3)]
+    else:
+        cands = [(64, 32, 4, 2), (32, 32, 4, 2)]
+    return [{"XBLOCK": x, "RBLOCK": r, "num_warps": w, "num_stages": st} for x, r, w, st in cands]
+
+
 def _cache_path() -> str:
     from .triton_library import source_cache_dir
 
@@ -128,5 +147,5 @@ def tuned_results(source_text: str, kernel: str) -> dict[str, str]:
         if name.startswith(prefix) and isinstance(cfg, dict):
             rows_lanes = "x".join(x.strip() for x in sizes.strip("()").split(","))
             program = name[len(prefix) + len(kernel) + 1:]
-            out[f"{program} {rows_lanes}"] = f"XBLOCK={cfg.get('XBLOCK')},num_warps={cfg.get('num_warps')}"
+            out[f"{program} {rows_lanes}"] = ",".join(f"{k}={v}" for k, v in cfg.items())
     return out

@@ -48,6 +48,7 @@ class _Program:
         self.counter = 0
         self.params: list[str] = []       # scalar parameters used (sizes, strides, symbols)
         self.tensor_params: list[str] = []
+        self.loop_names = {"r", "roff"}   # names that vary inside a lane loop
 
     # -- emission ---------------------------------------------------------------------------
     def fresh(self, prefix: str = "v") -> str:
@@ -57,17 +58,27 @@ class _Program:
     def emit(self, line: str, scope: _Scope | None = None) -> None:
         s = scope or self.scope
         s.lines.append("    " * s.indent + line)
+        m = re.match(r"\s*([A-Za-z_]\w*) = ", line)
+        if m and s is not self.root:
+            self.loop_names.add(m.group(1))
 
     def let(self, expr: str, prefix: str = "v", key=None, comment: str | None = None, scope=None) -> str:
         if _is_int(expr) or re.fullmatch(r"[A-Za-z_]\w*", expr) or expr.startswith("float("):
             if key is not None:
                 (scope or self.scope).cache[key] = expr
             return expr
+        if scope is None and self.scope is not self.root and not self._varies_in_loop(expr):
+            # Loop-invariant (row-level) values go before every lane loop: a reduction's own
+            # loop may read them (a row index), and they are computed once per row.
+            scope = self.root
         name = self.fresh(prefix)
         self.emit(f"{name} = {expr}" + (f"  # {comment}" if comment else ""), scope)
         if key is not None:
             (scope or self.scope).cache[key] = name
         return name
+
+    def _varies_in_loop(self, expr: str) -> bool:
+        return any(tok in self.loop_names for tok in re.findall(r"[A-Za-z_]\w*", expr))
 
     def use_param(self, name: str) -> str:
         if name not in self.params:
@@ -348,6 +359,8 @@ class _ProgramBuilder:
 
     def _value(self, v, idx, cond) -> str:
         p, cg = self.p, self.cg
+        if v in cg.in_register:   # a block the program holds (attention.py: the scores)
+            return cg.in_register[v]
         ev = _Eval(cg, p)
         if v in cg.materialized:
             name, contiguous, _ = cg.materialized[v]

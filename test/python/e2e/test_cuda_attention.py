@@ -1,0 +1,147 @@
+"""Attention chains on the cuda target: matmul -> score expression -> softmax -> matmul is one
+kernel (lamina-fuse attention=1) and one flash-attention program (codegen/cuda/attention.py)
+that never stores the scores. Each case checks the numerics against eager (fp64 reference for
+fp32 where rounding matters) and that the flash program was the one that ran. Without a GPU
+the programs run under TRITON_INTERPRET=1 (conftest.py)."""
+import math
+import os
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+import lamina.backend  # noqa: E402,F401  (registers the backend)
+from lamina.testing.models import CausalAttention, GPTBlock  # noqa: E402
+
+DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
+if DEVICE == "cuda" and not torch.cuda.is_available():
+    pytest.skip("no GPU and not interpreting", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+
+
+def _run(model, args, tmp_path, dynamic=False):
+    f = torch.compile(model, backend="lamina", dynamic=dynamic,
+                      options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})
+    out = f(*args)
+    programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+    return out, programs
+
+
+class Additive(torch.nn.Module):
+    def forward(self, q, k, v, bias):
+        return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.125 + bias, -1) @ v
+
+
+class Masked(torch.nn.Module):
+    def forward(self, q, k, v, mask):
+        return torch.softmax((q @ k.transpose(-1, -2)).masked_fill(mask, float("-inf")), -1) @ v
+
+
+class Unbatched(torch.nn.Module):
+    def forward(self, q, k, v):
+        return torch.softmax(q @ k.t() / math.sqrt(q.shape[-1]), -1) @ v
+
+
+def _qkv(*shape, dtype=torch.float32, dv=None):
+    q, k = torch.randn(*shape, dtype=dtype), torch.randn(*shape, dtype=dtype)
+    v = torch.randn(*shape[:-1], dv or shape[-1], dtype=dtype)
+    return tuple(t.to(DEVICE) for t in (q, k, v))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 40, 32), (2, 2, 70, 24), (1, 1, 130, 64), (1, 2, 1, 16)],
+                         ids=["pow2-head", "odd-head", "several-key-blocks", "one-query"])
+def test_causal_attention_is_one_flash_program(shape, tmp_path):
+    q, k, v = _qkv(*shape)
+    out, programs = _run(CausalAttention(), (q, k, v), tmp_path)
+    if shape[-2] > 1:   # (one key: the graph passes fold the softmax of one element away)
+        assert "_flash(" in programs and "torch.bmm" not in programs
+    ref = CausalAttention()(*(t.double() for t in (q, k, v)))
+    torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_attention(tmp_path):
+    q, k, v = _qkv(2, 4, 48, 64, dtype=torch.bfloat16)
+    out, programs = _run(CausalAttention(), (q, k, v), tmp_path)
+    assert "_flash(" in programs and out.dtype == torch.bfloat16
+    ref = CausalAttention()(*(t.double() for t in (q, k, v)))
+    torch.testing.assert_close(out.double(), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_additive_bias_and_a_value_head_of_another_size(tmp_path):
+    q, k, v = _qkv(2, 2, 33, 16, dv=48)
+    bias = torch.randn(33, 33, device=DEVICE) * 3
+    out, programs = _run(Additive(), (q, k, v, bias), tmp_path)
+    assert "_flash(" in programs
+    torch.testing.assert_close(out, Additive()(q, k, v, bias), rtol=1e-5, atol=1e-5)
+
+
+def test_fully_masked_rows_are_nan_like_eager(tmp_path):
+    q, k, v = _qkv(1, 3, 20, 16)
+    mask = torch.zeros(3, 20, 20, dtype=torch.bool)
+    mask[1, 4] = True            # one query row sees no key: softmax over all -inf is NaN
+    mask[2, :, 3:] = True        # the rest see only the first keys
+    mask = mask.to(DEVICE)
+    out, programs = _run(Masked(), (q, k, v, mask), tmp_path)
+    assert "_flash(" in programs
+    ref = Masked()(q, k, v, mask)
+    assert torch.isnan(ref[0, 1, 4]).all()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_large_scores_and_nan_inputs(tmp_path):
+    q, k, v = _qkv(1, 2, 24, 32)
+    q = q * 1e3                  # scores ~1e4: the online max must rescale exactly
+    k[0, 1, 5, 0] = float("nan")  # a NaN key: every row of that head is NaN in eager
+    out, _ = _run(CausalAttention(), (q, k, v), tmp_path)
+    ref = CausalAttention()(q, k, v)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+def test_unbatched_attention(tmp_path):
+    q, k, v = (torch.randn(37, 16, device=DEVICE), torch.randn(50, 16, device=DEVICE), torch.randn(50, 32, device=DEVICE))
+    out, programs = _run(Unbatched(), (q, k, v), tmp_path)
+    assert "_flash(" in programs
+    torch.testing.assert_close(out, Unbatched()(q, k, v), rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_shapes_use_one_program_for_every_length(tmp_path):
+    m = CausalAttention()
+    f = torch.compile(m, backend="lamina", dynamic=True,
+                      options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})
+    for t in (17, 40):
+        q, k, v = _qkv(2, 2, t, 32)
+        torch.testing.assert_close(f(q, k, v), m(q, k, v), rtol=1e-5, atol=1e-5)
+    assert "_flash(" in "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+
+
+def test_non_contiguous_inputs_and_head_split_views(tmp_path):
+    block = GPTBlock(64, 4).eval().to(DEVICE)
+    x = torch.randn(2, 24, 64, device=DEVICE)
+    with torch.no_grad():
+        out, programs = _run(block, (x,), tmp_path)
+        ref = block(x)
+    assert "_flash(" in programs
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    q, k, v = (t.transpose(1, 2) for t in _qkv(2, 40, 3, 32))   # strided heads
+    torch._dynamo.reset()
+    out, _ = _run(CausalAttention(), (q, k, v), tmp_path / "strided")
+    torch.testing.assert_close(out, CausalAttention()(q, k, v), rtol=1e-5, atol=1e-5)
+
+
+def test_training_keeps_the_probabilities_and_uses_the_unfused_chain(tmp_path):
+    q, k, v = (t.requires_grad_() for t in _qkv(1, 2, 24, 16))
+    f = torch.compile(CausalAttention(), backend="lamina", options={"strict": True, "target": "cuda"})
+    out = f(q, k, v)
+    out.sum().backward()
+    grads = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    CausalAttention()(q, k, v).sum().backward()
+    for g, t in zip(grads, (q, k, v)):
+        torch.testing.assert_close(g, t.grad, rtol=1e-4, atol=1e-5)
