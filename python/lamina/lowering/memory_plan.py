@@ -22,6 +22,11 @@ size, each holding buffers of one size expression whose live ranges do not meet,
 the offsets are sums of aligned slot sizes and hold for every value of the symbols.
 `lamina.arena_bytes` is then an expression too; the runtime evaluates it per call.
 
+With `view_lifetimes=1` (a target that may read a data-movement kernel's output as a view of
+its input instead of a copy: the cuda target's lamina-gpu-operand-views) a kernel result that
+is only a reshape / transpose / slice of one of the kernel's arguments keeps that argument's
+buffer live as long as the result is: the view stays valid wherever the target uses it.
+
 The plan is plain IR: `lamina-opt` prints it, a user may edit it, and lamina-kernel-abi
 (which turns the graph into one native entry point taking the arena) checks an edited
 plan with `verify_plan` before it trusts it (symbolic plans at sample symbol values).
@@ -98,7 +103,45 @@ def _calls_and_return(graph_func):
     return calls, ret
 
 
-def buffers_of(graph_func) -> list[Buffer]:
+_VIEW_OPS = ("lamina.reshape", "lamina.transpose", "lamina.slice")
+
+
+def _view_sources(kernel_func) -> dict[int, int]:
+    """{result position: argument position} for the results of an outlined kernel that are
+    a chain of view ops of one of its arguments."""
+    if kernel_func is None or not kernel_func.regions[0].blocks:
+        return {}
+    block = kernel_func.regions[0].blocks[0]
+    ret = next((op for op in block.operations if op.operation.name == "func.return"), None)
+    out = {}
+    for pos, v in enumerate(ret.operands if ret is not None else []):
+        while not isinstance(v, ir.BlockArgument):
+            op = v.owner
+            op = getattr(op, "operation", op)
+            if op.name not in _VIEW_OPS:
+                break
+            v = op.operands[0]
+        if isinstance(v, ir.BlockArgument):
+            out[pos] = v.arg_number
+    return out
+
+
+def _extend_for_views(graph_func, calls, bufs: list[Buffer], index: dict) -> None:
+    """A view result's source buffer lives as long as the view (latest calls first, so views
+    of views carry their lifetime back)."""
+    module_block = graph_func.operation.parent.regions[0].blocks[0] if graph_func.operation.parent else None
+    funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module_block.operations
+             if op.operation.name == "func.func"} if module_block is not None else {}
+    for c in reversed(calls):
+        callee = ir.FlatSymbolRefAttr(c.attributes["callee"]).value
+        for res_pos, arg_pos in _view_sources(funcs.get(callee)).items():
+            src = c.operands[arg_pos]
+            if src in index and c.results[res_pos] in index:
+                b, view = bufs[index[src]], bufs[index[c.results[res_pos]]]
+                b.last_use = max(b.last_use, view.last_use)
+
+
+def buffers_of(graph_func, view_lifetimes: bool = False) -> list[Buffer]:
     """Every kernel result of the graph with its live range (call indices) and size."""
     calls, ret = _calls_and_return(graph_func)
     index = {}
@@ -115,6 +158,8 @@ def buffers_of(graph_func) -> list[Buffer]:
             if v in index:
                 b = bufs[index[v]]
                 b.last_use = max(b.last_use, i)
+    if view_lifetimes:
+        _extend_for_views(graph_func, calls, bufs, index)
     outputs = 0
     for v in ret.operands:
         if v in index and bufs[index[v]].output is None:
@@ -172,9 +217,9 @@ def _align(n: int) -> int:
     return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
-def plan_graph(graph_func) -> int | str:
+def plan_graph(graph_func, view_lifetimes: bool = False) -> int | str:
     """Annotate the calls of one graph function with their buffers; returns the arena size."""
-    bufs = buffers_of(graph_func)
+    bufs = buffers_of(graph_func, view_lifetimes)
     unknown = [b for b in bufs if b.bytes is None]
     if unknown:
         raise NotImplementedError(f"memory planning needs static or symbolic sizes, got {unknown[0].value.type}")
@@ -271,9 +316,10 @@ def _verify_numeric(bufs: list[Buffer], arena: int) -> None:
 
 
 @register_pass("lamina-plan-memory", level="L4",
-               description="place kernel results: returned ones in output buffers, the rest in one arena by liveness")
-def plan_memory(module: ir.Module, **options) -> None:
+               description="place kernel results: returned ones in output buffers, the rest in one arena by liveness; "
+                           "view_lifetimes=1: a view result keeps its source live")
+def plan_memory(module: ir.Module, view_lifetimes=False, **options) -> None:
     from .kernel_abi import graph_functions  # kernel_abi imports this module
 
     for g in graph_functions(module):
-        plan_graph(g)
+        plan_graph(g, bool(int(view_lifetimes)))

@@ -48,6 +48,9 @@ class CudaTarget:
     # matmul -> scale/mask -> softmax -> matmul is one kernel: a flash-attention program
     # (attention.py) when it matches, the scores never written to memory
     fusion_options = {"attention": True}
+    # data-movement kernels' outputs may become views of their inputs (operand_views.py):
+    # the memory plan keeps those inputs live while the views are
+    plan_options = {"view_lifetimes": True}
 
     def configure(self, autotune: bool = True, cudagraphs: bool = False, **_ignored) -> None:
         self.autotune = autotune

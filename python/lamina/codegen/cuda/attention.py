@@ -33,6 +33,11 @@ from .triton_program import _Program, _ProgramBuilder, _Scope
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 _MATMULS = ("linalg.batch_matmul", "linalg.matmul")
 MAX_HEAD_DIM = 256   # static head sizes up to this run in registers (padded to a power of two >= 16)
+# fp32 without TF32: Triton's IEEE fp32 dots run on the FMA units at about half cuBLAS's SGEMM
+# rate (H100: 0.69x the unfused chain at 8x16x1024x64, 1.4-1.6x it up to 2x4x256x256), so the
+# flash program is used while the scores are small enough that memory traffic and launches
+# dominate; symbolic sizes count as fusion.SYMBOLIC_SIZE_ESTIMATE.
+FP32_FLASH_MAX_SCORES = 1 << 22
 
 
 @dataclass
@@ -231,14 +236,19 @@ def match(k) -> AttentionChain | None:
         t = ir.ShapedType(v.type)
         if not t.is_dynamic_dim(t.rank - 1) and t.get_dim_size(t.rank - 1) > MAX_HEAD_DIM:
             return None
+    if _elem(c1.operands[0].type) == "f32" and _fp32_precision() == "ieee":
+        from ...transforms.fusion import SYMBOLIC_SIZE_ESTIMATE
+        n_scores = 1
+        for d in range(st.rank):
+            n_scores *= SYMBOLIC_SIZE_ESTIMATE if st.is_dynamic_dim(d) else st.get_dim_size(d)
+        if n_scores > FP32_FLASH_MAX_SCORES:
+            return None   # cuBLAS's SGEMMs around the softmax are faster there
     return AttentionChain(c1, c2, scores, logits)
 
 
 def emit(cg, chain: AttentionChain) -> None:
     """The flash program of `chain` and its launch, into kernel codegen `cg` (_KernelCodegen):
     afterwards O (c2's result) is materialized like a contraction's result."""
-    import torch
-
     c1, c2 = chain.c1, chain.c2
     batched = ir.ShapedType(c1.results[0].type).rank == 3
     elem = _elem(c1.operands[0].type)
@@ -258,9 +268,8 @@ def emit(cg, chain: AttentionChain) -> None:
     # dims is undone, so head-split views need no copy)
     views = {}
     for key, v in (("q", c1.operands[0]), ("k", c1.operands[1]), ("v", c2.operands[1])):
-        expr, nbatch = _strided_operand(cg, v, batched)
-        L.append(f"_{key} = {expr}")
-        views[key] = nbatch
+        L.append(f"_{key} = attention_operand({_strided_operand(cg, v)})")
+        views[key] = 2
     res = c2.results[0]
     out_name = f"c{cg.contraction_count}"
     cg.contraction_count += 1
@@ -345,7 +354,7 @@ def emit(cg, chain: AttentionChain) -> None:
     p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
     p.emit("rmask = r < fN")
     p.emit(f"kb = tl.load(fk + k_base + dk * k_st{nk} + r * k_st{nk + 1}, mask=rmask{dkm}, other=0.0)")
-    precision = _fp32_precision(torch) if elem == "f32" else None
+    precision = _fp32_precision() if elem == "f32" else None
     prec = f", input_precision=\"{precision}\"" if precision else ""
     _dot(p, "qk", "qb", "kb", prec)
     cg.in_register = {chain.scores: "qk"}
@@ -499,7 +508,9 @@ def _launcher_param(cg, b, s: str) -> str:
     return b._launcher_param(s)
 
 
-def _fp32_precision(torch) -> str:
+def _fp32_precision() -> str:
+    import torch
+
     return "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
 
 
@@ -508,23 +519,38 @@ def _torch_dtype(elem: str) -> str:
     return str(T.name_to_torch_dtype(elem))
 
 
-def _strided_operand(cg, v: ir.Value, batched: bool) -> tuple[str, int]:
-    """(torch expression, number of batch dims) viewing `v` ([B, R, C], or [R, C]) without
-    a copy where its layout allows: a collapse of leading batch dims is left undone."""
+def _strided_operand(cg, v: ir.Value) -> str:
+    """A torch expression viewing `v` ([B, R, C] or [R, C]) without a copy where its layout
+    allows: a collapse of leading batch dims is left undone (a head split, [b, h, t, d]
+    viewed as [b*h, t, d], is not one strided tensor); the launcher's attention_operand
+    brings it to 4-D, [b0, b1, R, C]."""
+    v = skip_identity_reshapes(v)
     op = _owner(v)
-    if batched and op is not None and op.name == "tensor.collapse_shape":
-        groups = [[ir.IntegerAttr(j).value for j in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
-        src_rank = ir.ShapedType(op.operands[0].type).rank
-        if len(groups) == 3 and groups[1] == [src_rank - 2] and groups[2] == [src_rank - 1]:
-            inner = cg._torch_view(op.operands[0])
-            if inner is not None:
-                return inner, src_rank - 2
+    if op is not None and op.name == "tensor.collapse_shape" and uncollapsed_batch(op):
+        inner = cg._torch_view(op.operands[0])
+        if inner is not None:
+            return inner
     view = cg._torch_view(v)
-    if view is None:
-        view = cg._materialize(v)
-    if not batched:
-        return f"{view}.unsqueeze(0)", 1
-    return view, 1
+    return view if view is not None else cg._materialize(v)
+
+
+def skip_identity_reshapes(v: ir.Value) -> ir.Value:
+    """`v` under collapse / expand shapes that keep every dim (all groups of one)."""
+    while True:
+        op = _owner(v)
+        if op is None or op.name not in ("tensor.collapse_shape", "tensor.expand_shape"):
+            return v
+        if any(len(ir.ArrayAttr(g)) != 1 for g in ir.ArrayAttr(op.attributes["reassociation"])):
+            return v
+        v = op.operands[0]
+
+
+def uncollapsed_batch(op) -> bool:
+    """A collapse_shape that only merges leading (batch) dims of a rank >= 4 tensor into
+    one, leaving the last two: the flash program reads the batch dims with their strides."""
+    groups = [[ir.IntegerAttr(j).value for j in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+    src_rank = ir.ShapedType(op.operands[0].type).rank
+    return src_rank >= 4 and len(groups) == 3 and groups[1] == [src_rank - 2] and groups[2] == [src_rank - 1]
 
 
 def _direct_output(cg, res: ir.Value):

@@ -57,6 +57,16 @@ def attention_configs(d_qk: int, d_v: int, elem: str) -> list[dict]:
     return [{"XBLOCK": x, "RBLOCK": r, "num_warps": w, "num_stages": st} for x, r, w, st in cands]
 
 
+def attention_operand(t):
+    """A flash-attention operand as [b0, b1, rows, cols] (the program reads two batch dims
+    with their strides): 2-D and 3-D ones get leading 1s, more batch dims are merged."""
+    while t.dim() < 4:
+        t = t.unsqueeze(0)
+    if t.dim() > 4:
+        t = t.flatten(1, t.dim() - 3)   # (a copy only when the dims do not merge)
+    return t
+
+
 def _cache_path() -> str:
     from .triton_library import source_cache_dir
 
@@ -111,6 +121,7 @@ def _tune(program, key, grid, args, configs, meta) -> dict:
     if hit is not None and hit in configs:
         program.tuned[key] = hit
         return hit
+    _compile_concurrently(program, grid, args, configs, meta)
     best, best_ms = configs[0], float("inf")
     for cfg in configs:
         try:
@@ -131,6 +142,26 @@ def _tune(program, key, grid, args, configs, meta) -> dict:
         _load_disk()[disk_key] = best
         _save_disk()
     return best
+
+
+def _compile_concurrently(program, grid, args, configs, meta) -> None:
+    """Compile every candidate at once (Triton's warmup: no launch), in threads: each
+    compile ends in a ptxas process, so they overlap; the timing loop then finds them
+    compiled. Best effort: a candidate that fails here fails (and is skipped) there too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fn = getattr(program, "fn", None)
+    if fn is None or not hasattr(fn, "warmup") or len(configs) < 2:
+        return
+
+    def warm(cfg):
+        try:
+            fn.warmup(*args, grid=grid(cfg), **meta, **cfg)
+        except Exception:  # noqa: BLE001
+            pass
+
+    with ThreadPoolExecutor(max_workers=min(len(configs), os.cpu_count() or 1)) as pool:
+        list(pool.map(warm, configs))
 
 
 def tuned_results(source_text: str, kernel: str) -> dict[str, str]:

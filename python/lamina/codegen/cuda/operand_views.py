@@ -22,6 +22,8 @@ from __future__ import annotations
 from mlir import ir
 
 from ...lowering.tiling import _is_contraction
+from . import attention
+from .attention import uncollapsed_batch
 from .triton_emit import _Kernel, _KernelCodegen, _owner
 
 VIEW_OUTPUTS = "lamina.view_outputs"
@@ -61,6 +63,20 @@ def _only_contraction_operand(v: ir.Value) -> bool:
             continue
         if op.name in _VIEW_OPS and u.operand_number == 0 and _static_view(op) \
                 and all(_only_contraction_operand(r) for r in op.results):
+            continue
+        return False
+    return True
+
+
+def _read_directly(t: ir.Value) -> bool:
+    """Every use of `t` is a contraction operand, through shape ops that keep every dim."""
+    for u in t.uses:
+        op = u.owner.operation if hasattr(u.owner, "operation") else u.owner
+        if _is_contraction(op):
+            continue
+        if op.name in ("tensor.collapse_shape", "tensor.expand_shape") and \
+                all(len(ir.ArrayAttr(g)) == 1 for g in ir.ArrayAttr(op.attributes["reassociation"])) and \
+                _read_directly(op.results[0]):
             continue
         return False
     return True
@@ -120,6 +136,7 @@ def operand_views(module, **options) -> None:
             if m_out in args:                       # a graph output: must be a real tensor
                 continue
             consumers = []
+            direct = True   # every consumer reads it as a contraction operand, no view between
             ok = True
             for u in m_out.uses:
                 user = u.owner.operation if hasattr(u.owner, "operation") else u.owner
@@ -134,6 +151,7 @@ def operand_views(module, **options) -> None:
                 if t is None or not _only_contraction_operand(t):
                     ok = False
                     break
+                direct &= _read_directly(t)
                 consumers.append(j)
             if not ok or not consumers or min(consumers) <= i:
                 continue
@@ -150,7 +168,14 @@ def operand_views(module, **options) -> None:
                 if not ok:
                     continue
             cg = cg or _KernelCodegen(func)
-            expr = cg._torch_view(v)
+            expr = None
+            owner = _owner(v)
+            if direct and owner is not None and owner.name == "tensor.collapse_shape" and uncollapsed_batch(owner) \
+                    and all(attention.match(kernels[calls[j]][1]) is not None for j in consumers):
+                # a flash-attention program reads the batch dims with their strides: a head
+                # split ([b, t, h, d] -> [b, h, t, d]) is not merged (that would be a copy)
+                expr = cg._torch_view(owner.operands[0])
+            expr = expr or cg._torch_view(v)
             if expr is None:
                 continue
             outs[str(out_arg)] = ir.StringAttr.get(expr)

@@ -227,6 +227,44 @@ def _register() -> None:
 _register()
 
 
+def _body_names(op) -> list[str]:
+    return [o.operation.name for o in op.regions[0].blocks[0].operations if o.operation.name != "linalg.yield"]
+
+
+def _single_use(v: ir.Value):
+    """The result of `v`'s only reader (a one-result op), or None."""
+    uses = [u for u in v.uses if u.owner.name != "tensor.dim"]
+    if len(uses) != 1:
+        return None
+    owner = uses[0].owner
+    owner = getattr(owner, "operation", owner)
+    return owner.results[0] if len(owner.results) == 1 else None
+
+
+def _cast_generic(op) -> bool:
+    """An elementwise rounding or widening (truncf / extf) of one tensor, read at its own index."""
+    if op is None or op.name != "linalg.generic" or len(op.operands) != 2 or \
+            _body_names(op) not in (["arith.truncf"], ["arith.extf"]):
+        return False
+    return all([_dim_pos(e) for e in _affine_results(m)] == list(range(m.n_dims)) for m in _maps(op))
+
+
+def _through_casts(v: ir.Value) -> ir.Value:
+    """`v` after the chain of single-use roundings / widenings that reads it."""
+    while True:
+        nxt = _single_use(v)
+        if nxt is None or not _cast_generic(_owner(nxt)):
+            return v
+        v = nxt
+
+
+def _under_casts(v: ir.Value) -> ir.Value:
+    """The value `v` is a chain of roundings / widenings of."""
+    while _cast_generic(_owner(v)):
+        v = _owner(v).operands[0]
+    return v
+
+
 class _KernelCodegen(_Emitter):
     def run(self) -> KernelSource:
         k = self.k
@@ -387,7 +425,7 @@ class _KernelCodegen(_Emitter):
 
     def _launcher_expr(self, expr: str) -> str:
         """Sizes in the launcher are plain local variables of the same names."""
-        for tok in set(re.findall(r"[A-Za-z_]\w*", expr)):
+        for tok in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", expr)):   # (first-seen order: the source is a cache key)
             m = re.fullmatch(r"(a\d+|t\d+|c\d+)_size(\d+)", tok)
             if m and tok not in self.launcher_sizes_done:
                 self.launcher.append(f"{tok} = {m.group(1)}.shape[{m.group(2)}]")
@@ -432,9 +470,11 @@ class _KernelCodegen(_Emitter):
             call = f"{call}.to({T.name_to_torch_dtype(out_elem)})"
         cname = f"c{self.contraction_count}"
         self.contraction_count += 1
+        zero_init = self._is_zero_fill(init)
+        if mm == "torch.mm" and zero_init and self._addmm(c, views, cname):
+            return
         # Written straight into the kernel output when that is all the output is.
         direct = next((o for v, o in self.k.stores if v == res), None)
-        zero_init = self._is_zero_fill(init)
         if direct is not None and zero_init and in_elem == out_elem and self.k.contiguous(direct):
             out = f"a{direct}"
             if mm:
@@ -447,6 +487,47 @@ class _KernelCodegen(_Emitter):
         self.materialized[res] = (cname, True, None)
         if not zero_init:
             self.accumulate_into[res] = init
+
+    def _addmm(self, c, views, cname) -> bool:
+        """F.linear's bias as cuBLAS's epilogue: (A @ B) + bias[n], through roundings (the
+        widened bf16 form rounds the product, widens it and the bias, adds, rounds back),
+        becomes torch.addmm(bias, A, B), as eager's nn.Linear computes it: one rounding,
+        and no pass of a Triton program over the product."""
+        res = c.results[0]
+        in_elem = _elem(c.operands[0].type)
+        v = _through_casts(res)
+        add = _owner(_single_use(v)) if _single_use(v) is not None else None
+        if add is None or add.name != "linalg.generic" or len(add.results) != 1 or len(add.operands) != 3 \
+                or _kinds(add) != ["parallel", "parallel"] or _body_names(add) != ["arith.addf"]:
+            return False
+        maps = _maps(add)
+        ins = list(add.operands[:2])
+        side = 0 if ins[0] == v else 1 if ins[1] == v else None
+        if side is None or ins[0] == ins[1] or [_dim_pos(e) for e in _affine_results(maps[side])] != [0, 1] \
+                or [_dim_pos(e) for e in _affine_results(maps[2])] != [0, 1]:
+            return False
+        bias, bmap = ins[1 - side], maps[1 - side]
+        if [_dim_pos(e) for e in _affine_results(bmap)] not in ([1], [None, 1]):
+            return False
+        bias_src = _under_casts(bias)
+        if bias_src not in self.k.tensor_of_arg or _elem(bias_src.type) != in_elem:
+            return False
+        end = add.results[0]
+        after = _single_use(end)
+        if _elem(end.type) != in_elem and after is not None and _cast_generic(_owner(after)) \
+                and _elem(after.type) == in_elem:
+            end = after   # the rounding back to the operands' type
+        if _elem(end.type) != in_elem:
+            return False   # addmm's result is in its operands' type
+        bias_view = f"a{self.k.tensor_of_arg[bias_src]}.reshape(-1)"
+        out = next((o for x, o in self.k.stores if x == end), None)
+        if out is not None and self.k.contiguous(out):
+            self.launcher.append(f"torch.addmm({bias_view}, {views[0]}, {views[1]}, out=a{out})")
+            self.materialized[end] = (f"a{out}", True, out)
+        else:
+            self.launcher.append(f"{cname} = torch.addmm({bias_view}, {views[0]}, {views[1]})")
+            self.materialized[end] = (cname, True, None)
+        return True
 
     def _rounded_back(self, res, elem: str) -> bool:
         """Every use of the (f32) product rounds it to `elem` (bf16/f16), the operands'
@@ -560,7 +641,7 @@ class _KernelCodegen(_Emitter):
         out = ['"""Triton kernels of lamina kernel %s (generated by lamina.codegen.cuda.triton_emit)."""' % k.name,
                "import torch", "import triton", "import triton.language as tl",
                "from lamina.codegen.cuda import triton_helpers as lh",
-               "from lamina.codegen.cuda.launch import attention_configs, persistent_configs, run_tuned", "", ""]
+               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, persistent_configs, run_tuned", "", ""]
         names = []
         for p, info in self.programs:
             extra = {"flat": ["XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"],
