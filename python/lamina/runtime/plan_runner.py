@@ -72,6 +72,17 @@ class PlanRunner(CompiledGraph):
             self._arena = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.device)
         return self._arena
 
+    def _stays_a_view(self, name, expr, view_lines, arena) -> bool:
+        """Whether `expr` (torch view ops on arena slots) is a view of the arena rather than
+        a copy (a reshape that cannot merge strided dims copies): only views can be made
+        once; a copy must be taken per call, when its source holds this call's data."""
+        try:
+            ns = _meta_views(view_lines, arena, {dt: T.name_to_torch_dtype(dt) for dt in self._element_types()})
+            out = eval(expr, {}, ns)   # noqa: S307 - our own generated view expressions
+        except Exception:  # noqa: BLE001 - not evaluable ahead: per call
+            return False
+        return out._base is ns["_a"]
+
     def _source(self, returned: str) -> str:
         plan = self.plan
         lines = self._prologue_lines()
@@ -97,6 +108,25 @@ class PlanRunner(CompiledGraph):
                 view_lines.append(f"{name} = _a[{offset}:{offset} + ({numel}) * {itemsize}]"
                                   f".view(_view_dtypes[{dt!r}]).view({_tuple_source(shape)})")
                 slot_name[slot] = name
+        # outputs that are views of an input (lamina-gpu-operand-views): bound, not copied;
+        # views of static arena slots are made once with the slots themselves
+        views_of = getattr(self.library, "view_outputs", {})
+        bound: dict[int, list[str]] = {}   # launch index -> per-call binding lines
+        once = set(slot_name[s] for s in slot_name if slot_name[s].startswith("v")) if static else set()
+        for li, launch in enumerate(plan.launches):
+            n_in = len(launch.inputs)
+            for arg, expr in sorted(views_of.get(launch.kernel, {}).items()):
+                names = [slot_name[s] for s in launch.inputs]
+                expr = re.sub(r"\ba(\d+)_size(\d+)\b", lambda m: f"{names[int(m.group(1))]}.shape[{m.group(2)}]", expr)
+                expr = re.sub(r"\ba(\d+)\b", lambda m: names[int(m.group(1))], expr)
+                slot = launch.outputs[arg - n_in]
+                slot_name[slot] = f"w{slot}"
+                if static and all(n in once for n in set(re.findall(r"\b[avwo]\d+\b", expr))) \
+                        and self._stays_a_view(f"w{slot}", expr, view_lines, arena):
+                    view_lines.append(f"w{slot} = {expr}")
+                    once.add(f"w{slot}")
+                else:
+                    bound.setdefault(li, []).append(f"    w{slot} = {expr}")
         views = [line.split(" = ", 1)[0] for line in view_lines]
         if views and static:
             # static sizes: the views are made once (first call) and reused
@@ -108,23 +138,25 @@ class PlanRunner(CompiledGraph):
         elif views:
             lines.append(f"    _a = _graph.arena({S.python_expr(arena) if isinstance(arena, str) else arena})")
             lines.extend(f"    {line}" for line in view_lines)
-        views_of = getattr(self.library, "view_outputs", {})
-        for launch in plan.launches:
-            n_in = len(launch.inputs)
-            for arg, expr in sorted(views_of.get(launch.kernel, {}).items()):
-                # an output that is a view of an input (lamina-gpu-operand-views): bound, not copied
-                names = [slot_name[s] for s in launch.inputs]
-                expr = re.sub(r"\ba(\d+)_size(\d+)\b", lambda m: f"{names[int(m.group(1))]}.shape[{m.group(2)}]", expr)
-                expr = re.sub(r"\ba(\d+)\b", lambda m: names[int(m.group(1))], expr)
-                slot = launch.outputs[arg - n_in]
-                slot_name[slot] = f"w{slot}"
-                lines.append(f"    w{slot} = {expr}")
+        for li, launch in enumerate(plan.launches):
+            lines.extend(bound.get(li, []))
             if self.library.launcher(launch.kernel) is None:
                 continue   # nothing left to compute
             args = [slot_name[s] for s in launch.inputs] + [slot_name[s] for s in launch.outputs]
             lines.append(f"    _k_{launch.kernel}({', '.join(args)})")
         lines.append(f"    return {returned}")
         return "\n".join(lines) + "\n"
+
+
+def _meta_views(view_lines, arena: int, view_dtypes: dict) -> dict:
+    """The views of `view_lines` made on a meta arena (shapes and strides, no memory)."""
+    import torch
+
+    ns = {"_a": torch.empty(arena, dtype=torch.uint8, device="meta"), "_view_dtypes": view_dtypes}
+    for line in view_lines:
+        name, expr = line.split(" = ", 1)
+        ns[name] = eval(expr, {}, ns)   # noqa: S307 - our own generated view expressions
+    return ns
 
 
 class CudaGraphCall:

@@ -227,6 +227,13 @@ def _register() -> None:
 _register()
 
 
+def _static_numel(t: ir.MemRefType) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
 def _body_names(op) -> list[str]:
     return [o.operation.name for o in op.regions[0].blocks[0].operations if o.operation.name != "linalg.yield"]
 
@@ -656,9 +663,12 @@ class _KernelCodegen(_Emitter):
         body = list(self.launcher)
         if any("INDEX64=_big" in line for line in body):
             # 64-bit offsets when any tensor the programs address has 2^31 elements or more
-            tensors = [f"a{i}" for i in range(len(k.args)) if isinstance(k.args[i].type, ir.MemRefType)]
-            body.insert(0, f"_big = max({', '.join(f'{t}.numel()' for t in tensors)}, 0) >= 2**31" if tensors
-                        else "_big = False")
+            memrefs = [i for i in range(len(k.args)) if isinstance(k.args[i].type, ir.MemRefType)]
+            if all(k.memref(i).has_static_shape for i in memrefs):   # known now: no per-call numel()
+                big = any(_static_numel(k.memref(i)) >= 2**31 for i in memrefs)
+                body.insert(0, f"_big = {big}")
+            else:
+                body.insert(0, f"_big = max({', '.join(f'a{i}.numel()' for i in memrefs)}, 0) >= 2**31")
         body = body or ["pass"]
         out.extend("    " + line for line in body)
         out.append("")
