@@ -27,9 +27,9 @@ func.func @att(%q: tensor<8x64x32xf32>, %kt: tensor<8x32x64xf32>, %v: tensor<8x6
 
 // CHECK-LABEL: # ---- att_kernel_0
 // CHECK: def att_kernel_0_flash(fq, fk, fv, fo, [[BIAS:a[0-9]+]],
-// CHECK: qb = tl.load(fq + q_base + xq * q_st1 + dq * q_st2, mask=xmask, other=0.0)
+// CHECK: qb = tl.load(fq + q_base + xq * q_st2 + dq * q_st3, mask=xmask, other=0.0)
 // CHECK: for roff in range(0, fN, RBLOCK):
-// CHECK: kb = tl.load(fk + k_base + dk * k_st1 + r * k_st2, mask=rmask, other=0.0)
+// CHECK: kb = tl.load(fk + k_base + dk * k_st2 + r * k_st3, mask=rmask, other=0.0)
 // CHECK: qk = tl.dot(qb, kb, input_precision="ieee")
 // CHECK: [[SC:v[0-9]+]] = qk * 0.125
 // CHECK: [[B:v[0-9]+]] = tl.load([[BIAS]] + (r + (xi{{[0-9]+}} * 64)), mask=xmask & rmask, other=0)

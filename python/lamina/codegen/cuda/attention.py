@@ -312,9 +312,12 @@ def emit(cg, chain: AttentionChain) -> None:
         param(f"o_st{d}", f"_o.stride({d})")
     param("fM", "_M")
     param("fN", "_N")
-    pid_b = "tl.program_id(1).to(tl.int64)"
-    p.emit(f"fb = {pid_b}")
-    p.emit("xq = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+    # a 1-D grid of (batch, query block) pairs, the query blocks of one batch adjacent (they
+    # share its K and V in L2); a 2-D grid would cap the batch at 65535
+    p.emit("pid = tl.program_id(0).to(tl.int64)")
+    p.emit("nqb = tl.cdiv(fM, XBLOCK)")
+    p.emit("fb = pid // nqb")
+    p.emit("xq = (pid % nqb) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
     p.emit("xmask = xq < fM")
     offs = {}
     for key, nb in views.items():
@@ -397,7 +400,7 @@ def emit(cg, chain: AttentionChain) -> None:
             blocks[nm] = f"_{nm.lower()}"
     meta = "".join(f", {nm}={var}" for nm, var in blocks.items())
     L.append("if _B * _M > 0 and _N > 0:")
-    L.append(f"    run_tuned({name}, (_B * _M, _N), lambda c: ((_M + c['XBLOCK'] - 1) // c['XBLOCK'], _B), "
+    L.append(f"    run_tuned({name}, (_B * _M, _N), lambda c: (_B * ((_M + c['XBLOCK'] - 1) // c['XBLOCK']),), "
              f"({', '.join(call)},), attention_configs({blocks.get('BDQ', d_qk)}, {blocks.get('BDV', d_v)}, {elem!r}), "
              f"_autotune, UPCAST16=_device.type == 'cpu'{meta})")
     p.block_params = list(blocks)
