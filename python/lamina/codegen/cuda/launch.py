@@ -100,16 +100,19 @@ TUNE_MIN_ELEMENTS = 1 << 20   # smaller launches are launch-bound: the heuristic
 
 def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = True, **meta) -> None:
     chosen = getattr(program, "tuned", None)
-    rows, lanes = key
-    if chosen is None or not autotune or not AUTOTUNE["enabled"] or len(configs) == 1 \
-            or rows * lanes < TUNE_MIN_ELEMENTS:
+    if chosen is not None and autotune and AUTOTUNE["enabled"] and len(configs) > 1 \
+            and key[0] * key[1] >= TUNE_MIN_ELEMENTS:
+        cfg = chosen.get(key)
+        if cfg is None:
+            cfg = _tune(program, key, grid, args, configs, meta)
+    else:
         cfg = configs[0]
-        program[grid(cfg)](*args, **meta, **cfg)
-        return
-    cfg = chosen.get(key)
-    if cfg is None:
-        cfg = _tune(program, key, grid, args, configs, meta)
-    program[grid(cfg)](*args, **meta, **cfg)
+    meta.update(cfg)
+    launch = getattr(program, "_launch", None)   # a FastKernel: straight to its launch
+    if launch is not None:
+        launch(grid(cfg), args, meta)
+    else:
+        program[grid(cfg)](*args, **meta)
 
 
 def _tune(program, key, grid, args, configs, meta) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import operator
 import os
 import sys
 from pathlib import Path
@@ -78,22 +79,31 @@ class FastKernel:
     def __getitem__(self, grid):
         return lambda *args, **meta: self._launch(grid, args, meta)
 
+    def _positions(self, args) -> None:
+        self.tensor_pos = tuple(i for i, a in enumerate(args) if hasattr(a, "data_ptr"))
+        scalars = [i for i in range(len(args)) if i not in self.tensor_pos]
+        # (itemgetter of one position returns the item itself: wrap it in a tuple)
+        self._scalars = (lambda a: ()) if not scalars else (lambda a, i=scalars[0]: (a[i],)) \
+            if len(scalars) == 1 else operator.itemgetter(*scalars)
+
     def _launch(self, grid, args, meta):
+        # Per call: an alignment check, one dict lookup, one launch (this runs once per kernel
+        # per call of the graph: its cost is the graph's host time).
         if self.tensor_pos is None:
-            self.tensor_pos = tuple(i for i, a in enumerate(args) if hasattr(a, "data_ptr"))
-        tensors = self.tensor_pos
-        for i in tensors:
+            self._positions(args)
+        for i in self.tensor_pos:
             if args[i].data_ptr() & 15:
                 self.fn[grid](*args, **meta)   # misaligned: Triton specializes it itself
                 return
-        key = (tuple(a for i, a in enumerate(args) if i not in tensors), tuple(meta.values()))
-        k = self.compiled.get(key)
-        if k is None:
-            self.compiled[key] = self.fn[grid](*args, **meta)
+        key = (self._scalars(args), tuple(meta.values()))
+        hit = self.compiled.get(key)
+        if hit is None:
+            k = self.fn[grid](*args, **meta)
+            self.compiled[key] = (k, tuple(meta[n] for n in self.constexprs))
             return
-        full = args + tuple(meta[n] for n in self.constexprs)
+        k, constexprs = hit
         k.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
-              self._raw_stream(self._device()), k.function, k.packed_metadata, None, None, None, *full)
+              self._raw_stream(self._device()), k.function, k.packed_metadata, None, None, None, *args, *constexprs)
 
 
 class TritonKernelLibrary:
