@@ -73,8 +73,9 @@ class FastKernel:
         self.constexprs = [p.name for p in fn.params if p.is_constexpr]
         self.compiled: dict = {}
         self.tensor_pos: tuple | None = None            # positions of tensor arguments
-        self._raw_stream = torch._C._cuda_getCurrentRawStream
-        self._device = torch._C._cuda_getDevice
+        # (CUDA builds of torch only; a CPU build has no CUDA stream to launch on)
+        self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._device = getattr(torch._C, "_cuda_getDevice", None)
 
     def __getitem__(self, grid):
         return lambda *args, **meta: self._launch(grid, args, meta)

@@ -1,0 +1,76 @@
+"""FastKernel (codegen/cuda/triton_library.py), the GPU launch path, on a stand-in for a Triton
+JIT function: the first launch of a signature goes through the function (Triton compiles and
+launches), later ones call the compiled kernel's `run` directly with the same arguments and
+constexprs in Triton's order; a new size, new meta-parameters or a misaligned tensor take
+the function again. Runs without a GPU (the stream and device queries are stubbed)."""
+from types import SimpleNamespace
+
+import torch
+
+from lamina.codegen.cuda.launch import run_tuned
+from lamina.codegen.cuda.triton_library import FastKernel
+
+
+class _Compiled:
+    function, packed_metadata = "fn-handle", "meta"
+
+    def __init__(self, log):
+        self.log = log
+
+    def run(self, *a):
+        self.log.append(("run", a))
+
+
+class _JitStandIn:
+    """The JITFunction surface FastKernel uses: params and fn[grid](*args, **meta)."""
+
+    def __init__(self):
+        self.params = [SimpleNamespace(name=n, is_constexpr=c) for n, c in
+                       (("x", False), ("y", False), ("n", False), ("XBLOCK", True), ("INDEX64", True))]
+        self.log = []
+
+    def __getitem__(self, grid):
+        def launch(*args, **meta):
+            self.log.append(("jit", grid, args, meta))
+            return _Compiled(self.log)
+        return launch
+
+
+def _kernel():
+    fn = _JitStandIn()
+    k = FastKernel(fn, "test")
+    k._raw_stream, k._device = (lambda device: 7), (lambda: 0)
+    return fn, k
+
+
+def test_later_launches_call_the_compiled_kernel_with_tritons_argument_order():
+    fn, k = _kernel()
+    x, y = torch.zeros(64), torch.zeros(64)
+    k[(4,)](x, y, 256, XBLOCK=64, INDEX64=False, num_warps=4)
+    k[(4,)](x, y, 256, XBLOCK=64, INDEX64=False, num_warps=4)
+    assert [e[0] for e in fn.log] == ["jit", "run"]
+    _, args = fn.log[1]
+    assert args == (4, 1, 1, 7, "fn-handle", "meta", None, None, None, x, y, 256, 64, False)
+
+
+def test_a_new_signature_or_a_misaligned_tensor_goes_through_the_jit_function():
+    fn, k = _kernel()
+    x, y = torch.zeros(64), torch.zeros(64)
+    k[(4,)](x, y, 256, XBLOCK=64, INDEX64=False, num_warps=4)
+    k[(8,)](x, y, 512, XBLOCK=64, INDEX64=False, num_warps=4)     # another size
+    k[(4,)](x, y, 256, XBLOCK=128, INDEX64=False, num_warps=4)    # another block
+    k[(4,)](x[1:], y, 256, XBLOCK=64, INDEX64=False, num_warps=4)  # 4-byte offset: misaligned
+    assert [e[0] for e in fn.log] == ["jit", "jit", "jit", "jit"]
+    k[(8,)](x, y, 512, XBLOCK=64, INDEX64=False, num_warps=4)
+    assert fn.log[-1][0] == "run" and fn.log[-1][1][:3] == (8, 1, 1)
+
+
+def test_run_tuned_launches_the_first_config_through_the_fast_path():
+    fn, k = _kernel()
+    x, y = torch.zeros(64), torch.zeros(64)
+    for _ in range(2):
+        run_tuned(k, (4, 64), lambda c: (4 // c["XBLOCK"] + 1,), (x, y, 256), [{"XBLOCK": 2, "num_warps": 4}],
+                  True, INDEX64=False)
+    assert [e[0] for e in fn.log] == ["jit", "run"]
+    assert fn.log[0][3] == {"INDEX64": False, "XBLOCK": 2, "num_warps": 4}
+    assert fn.log[1][1][-2:] == (2, False)   # constexprs in the function's order: XBLOCK, INDEX64
