@@ -1007,3 +1007,6 @@ def _native_layer_norm(imp, node, a):
 __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_from_tensor"]
 
 _ = math  # (kept for converters that need inf/nan constants)
+
+# Op families in modules of their own (they register into CONVERTERS on import).
+from . import elementwise_ops, layout_ops, logical_reductions  # noqa: E402,F401

@@ -204,6 +204,21 @@ case("nn[mlp_block]", lambda x, w1, b1, w2: F.linear(F.gelu(F.linear(F.layer_nor
      randn(2, 3, 8), randn(16, 8, seed=1) * 0.3, randn(16, seed=2), randn(8, 16, seed=3) * 0.3, tol=MM_TOL)
 
 
+# any / all (importer/logical_reductions.py): counts, so empty reductions give torch's values
+_EDGE = torch.tensor([[float("nan"), -0.0, 0.0, float("inf")], [0.0, 0.0, 0.0, 0.0], [1.0, -2.0, 0.5, 3.0]])
+case("logical[any_all]", lambda x, b, i: (x.any(1), x.all(0, keepdim=True), b.any(), b.all(1), i.any((0, 1)),
+                                          torch.zeros(3, 0).any(1), torch.zeros(3, 0).all(1)),
+     _EDGE, randn(4, 6) > 0, randint(-2, 3, 5, 4))
+# sign / trunc (importer/elementwise_ops.py): NaN, signed zeros, inf, integers, bool
+case("elementwise[sign_trunc]", lambda x, i, b: (torch.sign(x), torch.trunc(x * 3.3), torch.sign(i), torch.trunc(i),
+                                                 torch.sign(b)),
+     _EDGE, randint(-9, 9, 5, 4), randn(3, 4) > 0)
+# flip / constant_pad_nd (importer/layout_ops.py), non-contiguous input, negative pads cut
+case("layout[flip_pad]", lambda x, i: (x.flip(1), x.flip(0, -1) + 1, F.pad(x, (1, 2)), F.pad(x, (2, -1, -1, 3), value=2.5),
+                                       F.pad(i, (0, 2), value=7)),
+     transposed(4, 6), randint(-5, 5, 3, 4))
+
+
 _PROBE = """
 import torch
 torch.compile(lambda x: (x > 0, x.logical_not()), backend="lamina", options={"strict": True})(torch.randn(4) > 0)

@@ -1,0 +1,30 @@
+"""Elementwise ops composed of lamina primitives (exact: no new arithmetic):
+
+    sign(x)  = (x > 0) - (x < 0)        NaN -> 0 and -0.0 -> +0.0, as torch gives; bool: x
+    trunc(x) = x < 0 ? ceil(x) : floor(x)   (-0.3 -> -0.0, NaN and inf pass); integers: x
+"""
+from __future__ import annotations
+
+from ..dialect import ops
+from ..dialect import types as T
+from .aten_ops import constant, elem, register
+
+
+@register("aten.sign.default")
+def _sign(imp, node, a):
+    x = a.self
+    et = elem(x)
+    if T.is_bool(et):
+        return x
+    zero = constant(0, et)
+    pos = ops.cast(ops.gt(x, zero), result_type=x.type)
+    neg = ops.cast(ops.lt(x, zero), result_type=x.type)
+    return ops.sub(pos, neg)
+
+
+@register("aten.trunc.default")
+def _trunc(imp, node, a):
+    x = a.self
+    if not T.is_float(elem(x)):
+        return x
+    return ops.where(ops.lt(x, constant(0, elem(x))), ops.ceil(x), ops.floor(x))

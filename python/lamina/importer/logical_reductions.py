@@ -1,0 +1,41 @@
+"""any / all (every overload: one dim, several dims, everything) as counts: any(x) is
+"some element is non-zero", sum(x != 0) > 0; all(x) is sum(x == 0) == 0. Counting keeps the
+empty-reduction values torch gives (any of nothing is False, all of nothing is True) where a
+max / min would return its neutral element; NaN is non-zero, as in torch."""
+from __future__ import annotations
+
+from ..dialect import ops
+from ..dialect import types as T
+from .aten_ops import constant, elem, meta_type, norm_dims, rank, register
+
+
+def _count_reduce(x, dims, keepdim: bool, want_any: bool, result_type):
+    zero = constant(False if T.is_bool(elem(x)) else 0, elem(x))
+    hits = ops.ne(x, zero) if want_any else ops.eq(x, zero)
+    if rank(x) == 0:
+        return hits if want_any else ops.logical_not(hits)
+    counts = ops.cast(hits, result_type=T.with_element_type(hits.type, T.element_type("i64")))
+    total = ops.reduce_sum(counts, dims=norm_dims(dims, rank(x)), keepdim=bool(keepdim))
+    none = constant(0, "i64")
+    out = ops.ne(total, none) if want_any else ops.eq(total, none)
+    return out if out.type == result_type else ops.reshape(out, result_type=result_type)
+
+
+@register("aten.any.dim", "aten.any.dims")
+def _any_dim(imp, node, a):
+    return _count_reduce(a.self, a.dim, a.keepdim, True, meta_type(node))
+
+
+@register("aten.any.default")
+def _any(imp, node, a):
+    return _count_reduce(a.self, None, False, True, meta_type(node))
+
+
+@register("aten.all.dim", "aten.all.dims")
+def _all_dim(imp, node, a):
+    return _count_reduce(a.self, a.dim, a.keepdim, False, meta_type(node))
+
+
+@register("aten.all.default")
+def _all(imp, node, a):
+    return _count_reduce(a.self, None, False, False, meta_type(node))
