@@ -271,6 +271,37 @@ irdl.dialect @lamina {
     irdl.operands(lhs: %lhs, rhs: %rhs)
     irdl.results(result: %result)
   }
+  // bitwise_and(lhs, rhs): integers and bools, elementwise with broadcasting (promoted type)
+  irdl.operation @bitwise_and {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // bitwise_or(lhs, rhs): integers and bools, elementwise with broadcasting (promoted type)
+  irdl.operation @bitwise_or {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // bitwise_xor(lhs, rhs): integers and bools, elementwise with broadcasting (promoted type)
+  irdl.operation @bitwise_xor {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // bitwise_not(input): every bit flipped (integers; bools: logical not)
+  irdl.operation @bitwise_not {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
   // where(condition, lhs, rhs): condition ? lhs : rhs, broadcast over all three
   irdl.operation @where {
     %condition = irdl.base "!builtin.tensor"

@@ -34,6 +34,7 @@ FLOAT_ONLY_UNARY = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmo
 ARITH_BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_BINARY_OPS = ("logical_and", "logical_or", "logical_xor")
+BITWISE_BINARY_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor")
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "var")
 RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota", "size")
 
@@ -126,6 +127,22 @@ def _arith_binary(name, ts, attrs):
     if name == "div" and not T.is_float(elem):
         elem = T.element_type("f32")  # true division, as aten.div.Tensor
     return T.tensor_type(shape, elem)
+
+
+@rule(*BITWISE_BINARY_OPS)
+def _bitwise_binary(name, ts, attrs):
+    shape = broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1]))
+    elem = T.promote([_elem_rank(t) for t in ts])
+    if T.is_float(elem):
+        raise ShapeError(f"{name} takes integers or bools, got {elem}")
+    return T.tensor_type(shape, elem)
+
+
+@rule("bitwise_not")
+def _bitwise_not(name, ts, attrs):
+    if T.is_float(ir.RankedTensorType(ts[0]).element_type):
+        raise ShapeError(f"{name} takes integers or bools, got {ts[0]}")
+    return ts[0]
 
 
 @rule(*COMPARE_OPS, *LOGICAL_BINARY_OPS)

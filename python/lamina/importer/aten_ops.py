@@ -385,22 +385,26 @@ for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
     register(f"aten.{_op}.Tensor", f"aten.{_op}.Scalar")(_compare(_op))
 
 
-def _bool_only(node):
-    v = node.meta.get("val")
-    if isinstance(v, torch.Tensor) and v.dtype != torch.bool:
-        return f"{node.target} on {v.dtype} (only bool is supported: lamina has no bitwise ops)"
-    return None
-
-
 def _logical(op):
     def conv(imp, node, a):
         return getattr(ops, op)(a.self, as_value(a.other, a.self))
     return conv
 
 
+def _bitwise(op):
+    """bitwise_and/or/xor: bools are the logical op; integers the bitwise one, in the
+    promoted type."""
+    def conv(imp, node, a):
+        want = meta_type(node).element_type
+        if T.is_bool(want):
+            return getattr(ops, f"logical_{op}")(a.self, as_value(a.other, a.self))
+        return getattr(ops, f"bitwise_{op}")(cast(a.self, want), cast(as_value(a.other, a.self), want))
+    return conv
+
+
 for _op in ("and", "or", "xor"):
     register(f"aten.logical_{_op}.default")(_logical(f"logical_{_op}"))
-    register(f"aten.bitwise_{_op}.Tensor", f"aten.bitwise_{_op}.Scalar", check=_bool_only)(_logical(f"logical_{_op}"))
+    register(f"aten.bitwise_{_op}.Tensor", f"aten.bitwise_{_op}.Scalar")(_bitwise(_op))
 
 
 def _isnan(x):
@@ -442,9 +446,9 @@ def _logical_not(imp, node, a):
     return ops.logical_not(a.self)
 
 
-@register("aten.bitwise_not.default", check=_bool_only)
+@register("aten.bitwise_not.default")
 def _bitwise_not(imp, node, a):
-    return ops.logical_not(a.self)
+    return ops.logical_not(a.self) if T.is_bool(elem(a.self)) else ops.bitwise_not(a.self)
 
 
 # ---- casts, identities, sources ---------------------------------------------------------------

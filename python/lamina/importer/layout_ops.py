@@ -11,7 +11,7 @@ import torch
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import _scalar_attr, constant, elem, rank, register, shape, slice_  # noqa: F401
+from .aten_ops import constant, elem, rank, register, shape, slice_
 
 
 def _static_dims(dims_of):

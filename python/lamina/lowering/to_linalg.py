@@ -462,6 +462,23 @@ def _lower_logical(op: ir.Operation) -> ir.Value:
     return _elementwise(list(op.operands), op.results[0].type, lambda x, y: fn(convert(x, i1), convert(y, i1)))
 
 
+@lowering(*infer.BITWISE_BINARY_OPS)
+def _lower_bitwise(op: ir.Operation) -> ir.Value:
+    name = op.name.split(".", 1)[1]
+    rt = _rt(op.results[0])
+    ct = rt.element_type   # the promoted integer (or i1) type
+    fn = {"bitwise_and": arith.andi, "bitwise_or": arith.ori, "bitwise_xor": arith.xori}[name]
+    return _elementwise(list(op.operands), rt, lambda x, y: fn(convert(x, ct), convert(y, ct)))
+
+
+@lowering("bitwise_not")
+def _lower_bitwise_not(op: ir.Operation) -> ir.Value:
+    rt = _rt(op.results[0])
+    ct = rt.element_type
+    ones = _const(ct, True) if _is_bool(ct) else _const(ct, -1)   # x ^ all-ones
+    return _elementwise([op.operands[0]], rt, lambda x: arith.xori(x, ones))
+
+
 @lowering("where")
 def _lower_where(op: ir.Operation) -> ir.Value:
     rt = _rt(op.results[0])

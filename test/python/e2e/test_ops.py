@@ -213,6 +213,11 @@ case("logical[any_all]", lambda x, b, i: (x.any(1), x.all(0, keepdim=True), b.an
 case("elementwise[sign_trunc]", lambda x, i, b: (torch.sign(x), torch.trunc(x * 3.3), torch.sign(i), torch.trunc(i),
                                                  torch.sign(b)),
      _EDGE, randint(-9, 9, 5, 4), randn(3, 4) > 0)
+# bitwise and/or/xor/not on integers (lamina.bitwise_*), promoted types, scalars, bools
+case("bitwise[int]", lambda a, c, s, i32: (a & c, a | 6, a ^ c, ~a, ~s, (s & a) + 1, a | i32, c ^ -1),
+     randint(-20, 20, 4, 6), randint(-5, 5, 4, 6, seed=1), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2),
+     randint(-9, 9, 6, dtype=torch.int32, seed=3))
+case("bitwise[bool]", lambda a, c: (a & c, a | c, a ^ c, ~a), randn(4, 6) > 0, transposed(4, 6) > 0)
 # flip / constant_pad_nd (importer/layout_ops.py), non-contiguous input, negative pads cut
 case("layout[flip_pad]", lambda x, i: (x.flip(1), x.flip(0, -1) + 1, F.pad(x, (1, 2)), F.pad(x, (2, -1, -1, 3), value=2.5),
                                        F.pad(i, (0, 2), value=7)),
