@@ -1013,4 +1013,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import elementwise_ops, layout_ops, logical_reductions  # noqa: E402,F401
+from . import activations, elementwise_ops, layout_ops, logical_reductions, norms  # noqa: E402,F401

@@ -218,6 +218,14 @@ case("bitwise[int]", lambda a, c, s, i32: (a & c, a | 6, a ^ c, ~a, ~s, (s & a) 
      randint(-20, 20, 4, 6), randint(-5, 5, 4, 6, seed=1), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2),
      randint(-9, 9, 6, dtype=torch.int32, seed=3))
 case("bitwise[bool]", lambda a, c: (a & c, a | c, a ^ c, ~a), randn(4, 6) > 0, transposed(4, 6) > 0)
+# elu / selu / celu (importer/activations.py) and linalg_vector_norm for every p (importer/norms.py)
+case("activation[elu_selu_celu]", lambda x: (F.elu(x), F.elu(x, 0.5), F.selu(x), F.celu(x, 1.5)), sliced(4, 6))
+case("norm[vector_norm]", lambda x: (torch.linalg.vector_norm(x, dim=1), torch.linalg.vector_norm(x),
+                                     torch.linalg.vector_norm(x, 1, dim=0, keepdim=True),
+                                     torch.linalg.vector_norm(x, float("inf"), dim=1),
+                                     torch.linalg.vector_norm(x, float("-inf"), dim=1), torch.linalg.vector_norm(x, 0, dim=1),
+                                     torch.linalg.vector_norm(x, 3, dim=1), F.normalize(x, dim=1)),
+     torch.cat([randn(3, 5), torch.zeros(1, 5)]))
 # flip / constant_pad_nd (importer/layout_ops.py), non-contiguous input, negative pads cut
 case("layout[flip_pad]", lambda x, i: (x.flip(1), x.flip(0, -1) + 1, F.pad(x, (1, 2)), F.pad(x, (2, -1, -1, 3), value=2.5),
                                        F.pad(i, (0, 2), value=7)),
