@@ -126,6 +126,13 @@ irdl.dialect @lamina {
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
+  // round(input): to the nearest integer, halves to even (torch.round), elementwise
+  irdl.operation @round {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
   // logical_not(input), elementwise
   irdl.operation @logical_not {
     %input = irdl.base "!builtin.tensor"

@@ -28,7 +28,7 @@ class ShapeError(ValueError):
 _RULES: dict[str, Callable] = {}
 
 UNARY_OPS = ("neg", "abs", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "relu",
-             "erf", "sqrt", "rsqrt", "reciprocal", "floor", "ceil", "gelu")
+             "erf", "sqrt", "rsqrt", "reciprocal", "floor", "ceil", "round", "gelu")
 FLOAT_ONLY_UNARY = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf", "sqrt",
                     "rsqrt", "reciprocal", "gelu")
 ARITH_BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")

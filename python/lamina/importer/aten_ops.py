@@ -239,6 +239,7 @@ _UNARY = {
     "neg": "neg", "abs": "abs", "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1",
     "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid", "relu": "relu", "erf": "erf",
     "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal", "floor": "floor", "ceil": "ceil",
+    "round": "round",
 }
 
 
@@ -246,7 +247,7 @@ def _make_unary(lamina_name):
     def conv(imp, node, a):
         x = a.self
         want = meta_type(node).element_type
-        if lamina_name in ("floor", "ceil") and not T.is_float(elem(x)):
+        if lamina_name in ("floor", "ceil", "round") and not T.is_float(elem(x)):
             return x  # identity on integers, as torch
         return getattr(ops, lamina_name)(cast(x, want))  # int -> float ops promote first
     return conv

@@ -2,6 +2,8 @@
 
     sign(x)  = (x > 0) - (x < 0)        NaN -> 0 and -0.0 -> +0.0, as torch gives; bool: x
     trunc(x) = x < 0 ? ceil(x) : floor(x)   (-0.3 -> -0.0, NaN and inf pass); integers: x
+    round(x, decimals=d) = round(x * 10^d) / 10^d   (d < 0: round(x / 10^-d) * 10^-d), as
+                           ATen's kernel computes it; round itself is lamina.round
 """
 from __future__ import annotations
 
@@ -28,3 +30,18 @@ def _trunc(imp, node, a):
     if not T.is_float(elem(x)):
         return x
     return ops.where(ops.lt(x, constant(0, elem(x))), ops.ceil(x), ops.floor(x))
+
+
+@register("aten.round.decimals")
+def _round_decimals(imp, node, a):
+    x = a.self
+    et = elem(x)
+    if not T.is_float(et):
+        return x
+    d = int(a.decimals)
+    if d == 0:
+        return ops.round(x)
+    scale = constant(10.0 ** abs(d), et)
+    if d > 0:
+        return ops.div(ops.round(ops.mul(x, scale)), scale)
+    return ops.mul(ops.round(ops.div(x, scale)), scale)

@@ -354,6 +354,8 @@ def _unary_scalar(name: str, x: ir.Value, attrs: dict) -> ir.Value:
         return math.floor(x)
     if name == "ceil":
         return math.ceil(x)
+    if name == "round":
+        return math.roundeven(x)   # halves to even, as torch.round
     # Transcendental: compute in f32 for f16/bf16.
     ct = _upcast(t)
     y = convert(x, ct)

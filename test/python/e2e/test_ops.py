@@ -226,6 +226,11 @@ case("norm[vector_norm]", lambda x: (torch.linalg.vector_norm(x, dim=1), torch.l
                                      torch.linalg.vector_norm(x, float("-inf"), dim=1), torch.linalg.vector_norm(x, 0, dim=1),
                                      torch.linalg.vector_norm(x, 3, dim=1), F.normalize(x, dim=1)),
      torch.cat([randn(3, 5), torch.zeros(1, 5)]))
+# round: halves to even, signed zeros kept (lamina.round; decimals composed around it)
+_HALVES = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.3, 0.49999997, float("nan"), float("inf"), -0.0, 1.005, -7.25])
+case("elementwise[round]", lambda x, i: (torch.round(x), torch.round(x, decimals=2), torch.round(x, decimals=-1),
+                                         torch.round(i)),
+     torch.cat([_HALVES, randn(40) * 50]), randint(-9, 9, 6))
 # flip / constant_pad_nd (importer/layout_ops.py), non-contiguous input, negative pads cut
 case("layout[flip_pad]", lambda x, i: (x.flip(1), x.flip(0, -1) + 1, F.pad(x, (1, 2)), F.pad(x, (2, -1, -1, 3), value=2.5),
                                        F.pad(i, (0, 2), value=7)),

@@ -85,7 +85,8 @@ def round_even(x):
     f = tl.floor(x)
     d = x - f
     odd = (f - 2.0 * tl.floor(f * 0.5)) != 0.0
-    return tl.where(d > 0.5, f + 1.0, tl.where(d == 0.5, tl.where(odd, f + 1.0, f), f))
+    r = tl.where(d > 0.5, f + 1.0, tl.where(d == 0.5, tl.where(odd, f + 1.0, f), f))
+    return tl.where(r == 0.0, x * 0.0, r)   # a zero keeps x's sign (-0.3 -> -0.0, as rint)
 
 
 @triton.jit
