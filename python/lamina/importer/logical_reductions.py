@@ -21,21 +21,12 @@ def _count_reduce(x, dims, keepdim: bool, want_any: bool, result_type):
     return out if out.type == result_type else ops.reshape(out, result_type=result_type)
 
 
-@register("aten.any.dim", "aten.any.dims")
-def _any_dim(imp, node, a):
-    return _count_reduce(a.self, a.dim, a.keepdim, True, meta_type(node))
+def _counting(want_any: bool):
+    """One converter for every overload (.dim, .dims, .default: no dim means all dims)."""
+    def conv(imp, node, a):
+        return _count_reduce(a.self, a.get("dim"), a.get("keepdim", False), want_any, meta_type(node))
+    return conv
 
 
-@register("aten.any.default")
-def _any(imp, node, a):
-    return _count_reduce(a.self, None, False, True, meta_type(node))
-
-
-@register("aten.all.dim", "aten.all.dims")
-def _all_dim(imp, node, a):
-    return _count_reduce(a.self, a.dim, a.keepdim, False, meta_type(node))
-
-
-@register("aten.all.default")
-def _all(imp, node, a):
-    return _count_reduce(a.self, None, False, False, meta_type(node))
+register("aten.any.dim", "aten.any.dims", "aten.any.default")(_counting(True))
+register("aten.all.dim", "aten.all.dims", "aten.all.default")(_counting(False))

@@ -72,16 +72,16 @@ class PlanRunner(CompiledGraph):
             self._arena = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.device)
         return self._arena
 
-    def _stays_a_view(self, name, expr, view_lines, arena) -> bool:
-        """Whether `expr` (torch view ops on arena slots) is a view of the arena rather than
-        a copy (a reshape that cannot merge strided dims copies): only views can be made
-        once; a copy must be taken per call, when its source holds this call's data."""
-        try:
-            ns = _meta_views(view_lines, arena, {dt: T.name_to_torch_dtype(dt) for dt in self._element_types()})
-            out = eval(expr, {}, ns)   # noqa: S307 - our own generated view expressions
-        except Exception:  # noqa: BLE001 - not evaluable ahead: per call
-            return False
-        return out._base is ns["_a"]
+    def _meta_views(self, view_lines, arena: int) -> dict:
+        """The views of `view_lines` made on a meta arena (shapes and strides, no memory)."""
+        import torch
+
+        ns = {"_a": torch.empty(arena, dtype=torch.uint8, device="meta"),
+              "_view_dtypes": {dt: T.name_to_torch_dtype(dt) for dt in self._element_types()}}
+        for line in view_lines:
+            name, expr = line.split(" = ", 1)
+            ns[name] = eval(expr, {}, ns)   # noqa: S307 - our own generated view expressions
+        return ns
 
     def _source(self, returned: str) -> str:
         plan = self.plan
@@ -113,6 +113,7 @@ class PlanRunner(CompiledGraph):
         views_of = getattr(self.library, "view_outputs", {})
         bound: dict[int, list[str]] = {}   # launch index -> per-call binding lines
         once = set(slot_name[s] for s in slot_name if slot_name[s].startswith("v")) if static else set()
+        meta = None   # the arena's views on a meta arena, made once when a candidate needs them
         for li, launch in enumerate(plan.launches):
             n_in = len(launch.inputs)
             for arg, expr in sorted(views_of.get(launch.kernel, {}).items()):
@@ -121,10 +122,14 @@ class PlanRunner(CompiledGraph):
                 expr = re.sub(r"\ba(\d+)\b", lambda m: names[int(m.group(1))], expr)
                 slot = launch.outputs[arg - n_in]
                 slot_name[slot] = f"w{slot}"
-                if static and all(n in once for n in set(re.findall(r"\b[avwo]\d+\b", expr))) \
-                        and self._stays_a_view(f"w{slot}", expr, view_lines, arena):
+                view = None
+                if static and all(n in once for n in set(re.findall(r"\b[avwo]\d+\b", expr))):
+                    meta = meta if meta is not None else self._meta_views(view_lines, arena)
+                    view = _arena_view(expr, meta)
+                if view is not None:
                     view_lines.append(f"w{slot} = {expr}")
                     once.add(f"w{slot}")
+                    meta[f"w{slot}"] = view
                 else:
                     bound.setdefault(li, []).append(f"    w{slot} = {expr}")
         views = [line.split(" = ", 1)[0] for line in view_lines]
@@ -148,15 +153,15 @@ class PlanRunner(CompiledGraph):
         return "\n".join(lines) + "\n"
 
 
-def _meta_views(view_lines, arena: int, view_dtypes: dict) -> dict:
-    """The views of `view_lines` made on a meta arena (shapes and strides, no memory)."""
-    import torch
-
-    ns = {"_a": torch.empty(arena, dtype=torch.uint8, device="meta"), "_view_dtypes": view_dtypes}
-    for line in view_lines:
-        name, expr = line.split(" = ", 1)
-        ns[name] = eval(expr, {}, ns)   # noqa: S307 - our own generated view expressions
-    return ns
+def _arena_view(expr: str, meta: dict):
+    """`expr` (torch view ops on arena slots) made on the meta arena when it is a view of the
+    arena, else None: a reshape that cannot merge strided dims copies, and a copy cannot
+    be made once (it must be taken per call, when its source holds that call's data)."""
+    try:
+        out = eval(expr, {}, meta)   # noqa: S307 - our own generated view expressions
+    except Exception:  # noqa: BLE001 - not evaluable ahead: per call
+        return None
+    return out if out._base is meta["_a"] else None
 
 
 class CudaGraphCall:

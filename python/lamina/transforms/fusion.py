@@ -166,6 +166,7 @@ def _attention_spans(ops: list[ir.Operation]) -> set[int]:
     including its second matmul: matmul -> (pointwise | reshape)* -> softmax(last dim) ->
     (reshape | convert)* -> matmul(probabilities, V), every link's only user the next."""
     pos = {op: i for i, op in enumerate(ops)}
+    after_contraction = _depend_on_contractions(ops)
     inside: set[int] = set()
     for sm in ops:
         if sm.name != "lamina.softmax":
@@ -198,7 +199,7 @@ def _attention_spans(ops: list[ir.Operation]) -> set[int]:
                 c1 = op
                 break
             if op.name in _RESHAPES or op_kind(op.name) == "pointwise":
-                on_path = [x for x in op.operands if _path_candidate(x, pos)]
+                on_path = [x for x in op.operands if _path_candidate(x, after_contraction)]
                 if len(on_path) != 1:
                     break   # the scores must be one operand's chain (the others: masks, biases)
                 v = on_path[0]
@@ -213,27 +214,22 @@ def _attention_spans(ops: list[ir.Operation]) -> set[int]:
     return inside
 
 
-def _path_candidate(x: ir.Value, pos) -> bool:
+def _path_candidate(x: ir.Value, after_contraction) -> bool:
     """An operand that may carry the scores: produced by a non-constant lamina op of the
-    function (constants, graph inputs and scalars are the masks and scales)."""
-    op = x.owner
-    op = getattr(op, "operation", op)
-    if not isinstance(op, ir.Operation) or op not in pos or op.name == "lamina.constant":
-        return False
-    return ir.RankedTensorType(x.type).rank > 0 and _depends_on_contraction(op, pos, set())
+    function that depends on a contraction (constants, graph inputs and scalars are the
+    masks and scales)."""
+    op = getattr(x.owner, "operation", x.owner)
+    return isinstance(op, ir.Operation) and op in after_contraction and ir.RankedTensorType(x.type).rank > 0
 
 
-def _depends_on_contraction(op, pos, seen) -> bool:
-    if op in seen:
-        return False
-    seen.add(op)
-    if op_kind(op.name) == "contraction":
-        return True
-    for x in op.operands:
-        o = getattr(x.owner, "operation", x.owner)
-        if isinstance(o, ir.Operation) and o in pos and _depends_on_contraction(o, pos, seen):
-            return True
-    return False
+def _depend_on_contractions(ops: list[ir.Operation]) -> set:
+    """The ops (in program order, so one pass) that are contractions or read one's result."""
+    found: set = set()
+    for op in ops:
+        if op_kind(op.name) == "contraction" or any(getattr(x.owner, "operation", x.owner) in found
+                                                     for x in op.operands):
+            found.add(op)
+    return found
 
 
 def _complete_user_labels(ops: list[ir.Operation]) -> int:

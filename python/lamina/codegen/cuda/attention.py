@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ...lowering.vector_math import _constant_value
-from .triton_ir import Unsupported, _affine_results, _const_val, _dim_pos, _elem, _kinds, _maps, _owner, _tl
+from .triton_ir import (Unsupported, _affine_results, _body_names, _cast_generic, _const_val, _dim_pos, _elem,
+                        _is_identity, _kinds, _maps, _owner, _readers, _tl)
 from .triton_program import _Program, _ProgramBuilder, _Scope
 
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
@@ -46,15 +47,6 @@ class AttentionChain:
     c2: ir.Operation          # O = P @ V
     scores: ir.Value          # S
     logits: ir.Value          # S', the softmax's input
-
-
-def _body_names(op) -> list[str]:
-    return [o.operation.name for o in op.regions[0].blocks[0].operations if o.operation.name != "linalg.yield"]
-
-
-def _is_identity(m: ir.AffineMap) -> bool:
-    res = _affine_results(m)
-    return len(res) == m.n_dims and all(_dim_pos(e) == i for i, e in enumerate(res))
 
 
 def _is_row_broadcast(m: ir.AffineMap) -> bool:
@@ -81,8 +73,7 @@ def _row_reduction(op, n_out: int) -> bool:
 
 
 def _n_uses(v: ir.Value) -> int:
-    """Readers of `v`'s elements (tensor.dim only reads its shape)."""
-    return sum(1 for u in v.uses if u.owner.name != "tensor.dim")
+    return len(_readers(v))
 
 
 def _through_casts_and_reshapes(v: ir.Value) -> ir.Value:
@@ -93,8 +84,7 @@ def _through_casts_and_reshapes(v: ir.Value) -> ir.Value:
             return v
         if op.name in _RESHAPES and _n_uses(v) == 1:
             v = op.operands[0]
-        elif _parallel(op, 1) and _is_identity(_maps(op)[0]) and _n_uses(v) == 1 \
-                and _body_names(op) in (["arith.truncf"], ["arith.extf"]):
+        elif _cast_generic(op) and _n_uses(v) == 1:
             v = op.operands[0]
         else:
             return v
@@ -537,15 +527,17 @@ def _strided_operand(cg, v: ir.Value) -> str:
     return view if view is not None else cg._materialize(v)
 
 
+def keeps_every_dim(op) -> bool:
+    """A collapse / expand shape whose groups are all of one dim (it changes nothing)."""
+    return op is not None and op.name in ("tensor.collapse_shape", "tensor.expand_shape") and \
+        all(len(ir.ArrayAttr(g)) == 1 for g in ir.ArrayAttr(op.attributes["reassociation"]))
+
+
 def skip_identity_reshapes(v: ir.Value) -> ir.Value:
-    """`v` under collapse / expand shapes that keep every dim (all groups of one)."""
-    while True:
-        op = _owner(v)
-        if op is None or op.name not in ("tensor.collapse_shape", "tensor.expand_shape"):
-            return v
-        if any(len(ir.ArrayAttr(g)) != 1 for g in ir.ArrayAttr(op.attributes["reassociation"])):
-            return v
-        v = op.operands[0]
+    """`v` under collapse / expand shapes that keep every dim."""
+    while keeps_every_dim(_owner(v)):
+        v = _owner(v).operands[0]
+    return v
 
 
 def uncollapsed_batch(op) -> bool:
@@ -566,8 +558,7 @@ def _direct_output(cg, res: ir.Value):
             op = _owner(x)
             if op is None or _n_uses(x) != 1:
                 break
-            if op.name in _RESHAPES or (_parallel(op, 1) and _is_identity(_maps(op)[0])
-                                        and _body_names(op) in (["arith.truncf"], ["arith.extf"])):
+            if op.name in _RESHAPES or _cast_generic(op):
                 x = op.operands[0]
             else:
                 break

@@ -23,7 +23,7 @@ from mlir import ir
 
 from ...lowering.tiling import _is_contraction
 from . import attention
-from .attention import uncollapsed_batch
+from .attention import keeps_every_dim, uncollapsed_batch
 from .triton_emit import _Kernel, _KernelCodegen, _owner
 
 VIEW_OUTPUTS = "lamina.view_outputs"
@@ -74,9 +74,7 @@ def _read_directly(t: ir.Value) -> bool:
         op = u.owner.operation if hasattr(u.owner, "operation") else u.owner
         if _is_contraction(op):
             continue
-        if op.name in ("tensor.collapse_shape", "tensor.expand_shape") and \
-                all(len(ir.ArrayAttr(g)) == 1 for g in ir.ArrayAttr(op.attributes["reassociation"])) and \
-                _read_directly(op.results[0]):
+        if keeps_every_dim(op) and _read_directly(op.results[0]):
             continue
         return False
     return True

@@ -41,7 +41,8 @@ from mlir import ir
 
 from ...dialect import types as T
 from ...lowering.tiling import _is_contraction
-from .triton_ir import (Unsupported, _add, _affine_results, _dense_constants, _dim_pos,  # noqa: F401 (re-exported)
+from .triton_ir import (Unsupported, _add, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
+                        _readers,  # noqa: F401 (re-exported)
                         _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
                         _slice_src_sets)
 from .triton_program import _Program, _ProgramBuilder
@@ -234,26 +235,14 @@ def _static_numel(t: ir.MemRefType) -> int:
     return n
 
 
-def _body_names(op) -> list[str]:
-    return [o.operation.name for o in op.regions[0].blocks[0].operations if o.operation.name != "linalg.yield"]
-
-
 def _single_use(v: ir.Value):
     """The result of `v`'s only reader (a one-result op), or None."""
-    uses = [u for u in v.uses if u.owner.name != "tensor.dim"]
+    uses = _readers(v)
     if len(uses) != 1:
         return None
     owner = uses[0].owner
     owner = getattr(owner, "operation", owner)
     return owner.results[0] if len(owner.results) == 1 else None
-
-
-def _cast_generic(op) -> bool:
-    """An elementwise rounding or widening (truncf / extf) of one tensor, read at its own index."""
-    if op is None or op.name != "linalg.generic" or len(op.operands) != 2 or \
-            _body_names(op) not in (["arith.truncf"], ["arith.extf"]):
-        return False
-    return all([_dim_pos(e) for e in _affine_results(m)] == list(range(m.n_dims)) for m in _maps(op))
 
 
 def _through_casts(v: ir.Value) -> ir.Value:

@@ -149,6 +149,28 @@ def _kinds(op) -> list[str]:
     return ["reduction" if "reduction" in str(a) else "parallel" for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
+def _body_names(op) -> list[str]:
+    """The ops of a linalg body, its yield left out."""
+    return [o.operation.name for o in op.regions[0].blocks[0].operations if o.operation.name != "linalg.yield"]
+
+
+def _is_identity(m: ir.AffineMap) -> bool:
+    res = _affine_results(m)
+    return len(res) == m.n_dims and all(_dim_pos(e) == i for i, e in enumerate(res))
+
+
+def _readers(v: ir.Value) -> list:
+    """The uses of `v` that read its elements (tensor.dim only reads its shape)."""
+    return [u for u in v.uses if u.owner.name != "tensor.dim"]
+
+
+def _cast_generic(op) -> bool:
+    """An elementwise rounding or widening (truncf / extf) of one tensor, read at its own index."""
+    return (op is not None and op.name == "linalg.generic" and len(op.operands) == 2
+            and _body_names(op) in (["arith.truncf"], ["arith.extf"])
+            and all(k == "parallel" for k in _kinds(op)) and all(_is_identity(m) for m in _maps(op)))
+
+
 def _dense_constants(func) -> list:
     """The kernel's non-splat dense tensor constants, in block order (named k0, k1, ...):
     they become device tensors the programs read."""

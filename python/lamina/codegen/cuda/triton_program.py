@@ -245,16 +245,7 @@ class _ProgramBuilder:
         """Multi-index of a linear counter over `sizes` (row-major); emitted as variables."""
         p = self.p
         n = len(sizes)
-        out = ["0"] * n
-        stride = "1"
-        for d in reversed(range(n)):
-            size = p.sizes_in_kernel(sizes[d])
-            if size == "1":
-                out[d] = "0"
-                continue
-            q = linear if stride == "1" else f"({linear} // {stride})"
-            out[d] = q if d == 0 else f"({q} % {size})"
-            stride = _mul(stride, size)
+        out = _row_major(p, linear, sizes)
         names = []
         for d in range(n):
             if _is_int(out[d]) or re.fullmatch(r"[A-Za-z_]\w*", out[d]):
@@ -476,16 +467,7 @@ class _ProgramBuilder:
     def _split(self, linear: str, sizes: list[str]) -> list[str]:
         """Multi-index of `linear` over `sizes` (row-major), as expressions."""
         p = self.p
-        n = len(sizes)
-        out = ["0"] * n
-        stride = "1"
-        for d in reversed(range(n)):
-            size = p.sizes_in_kernel(sizes[d])
-            if size == "1":
-                continue
-            q = linear if stride == "1" else f"({linear} // {stride})"
-            out[d] = q if d == 0 else f"({q} % {size})"
-            stride = _mul(stride, size)
+        out = _row_major(p, linear, sizes)
         return [x if _is_int(x) or re.fullmatch(r"[A-Za-z_]\w*", x) else p.let(x, prefix=("r" if re.search(r"\br\w*", x) else "x") + "i")
                 for x in out]
 
@@ -791,15 +773,7 @@ class _ProgramBuilder:
 
     def _decompose_vars(self, extents, prefix) -> list[str]:
         p = self.p
-        n = len(extents)
-        out, stride = ["0"] * n, "1"
-        for d in reversed(range(n)):
-            size = p.sizes_in_kernel(extents[d])
-            if size == "1":
-                continue
-            q = "r" if stride == "1" else f"(r // {stride})"
-            out[d] = q if d == 0 else f"({q} % {size})"
-            stride = _mul(stride, size)
+        out = _row_major(p, "r", extents)
         names = []
         for x in out:
             if _is_int(x) or re.fullmatch(r"[A-Za-z_]\w*", x):
@@ -865,6 +839,20 @@ class _ProgramBuilder:
         if acc != elem and not _literal(x):
             return self.p.let(f"{x}.to({_tl(acc)})")
         return x
+
+
+def _row_major(p: _Program, linear: str, sizes: list[str]) -> list[str]:
+    """Expressions of the multi-index of counter `linear` over `sizes` (row-major; "0" for
+    dims of size 1); the sizes' names become parameters of program `p`."""
+    out, stride = ["0"] * len(sizes), "1"
+    for d in reversed(range(len(sizes))):
+        size = p.sizes_in_kernel(sizes[d])
+        if size == "1":
+            continue
+        q = linear if stride == "1" else f"({linear} // {stride})"
+        out[d] = q if d == 0 else f"({q} % {size})"
+        stride = _mul(stride, size)
+    return out
 
 
 def _literal(x: str) -> bool:
