@@ -417,6 +417,22 @@ irdl.dialect @lamina {
     irdl.operands(lhs: %lhs, rhs: %rhs)
     irdl.results(result: %result)
   }
+  // convolution(input, weight): input [N, C, *S], weight [F, C/groups, *K] -> [N, F, *O] with
+  // 1-3 spatial dims, O = (S + pad_lo + pad_hi - dilation * (K - 1) - 1) / stride + 1 (zero
+  // padding; padding = pad_lo per spatial dim, then pad_hi per dim). Cross-correlation, as
+  // torch's; the bias and a transposed convolution are built around it by the importer.
+  irdl.operation @convolution {
+    %input = irdl.base "!builtin.tensor"
+    %weight = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %stride_attr = irdl.base "#builtin.dense_array"
+    %padding_attr = irdl.base "#builtin.dense_array"
+    %dilation_attr = irdl.base "#builtin.dense_array"
+    %groups_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "stride" = %stride_attr, "padding" = %padding_attr, "dilation" = %dilation_attr, "groups" = %groups_attr }
+    irdl.operands(input: %input, weight: %weight)
+    irdl.results(result: %result)
+  }
   // ---- Data movement (value semantics: no aliasing at this level).
   // reshape(input) to the result type's shape (same number of elements)
   irdl.operation @reshape {

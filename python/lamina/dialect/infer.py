@@ -188,6 +188,42 @@ def _matmul(name, ts, attrs):
     return T.tensor_type(batch + [sa[-2], sb[-1]], a.element_type)
 
 
+def conv_output_size(size, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int):
+    """One spatial output size of lamina.convolution (symbolic input sizes stay expressions)."""
+    span = dilation * (k - 1) + 1
+    if isinstance(size, int):
+        return max((size + pad_lo + pad_hi - span) // stride + 1, 0)
+    return S.simplify(f"(({size}) + {pad_lo + pad_hi - span}) // {stride} + 1")
+
+
+@rule("convolution")
+def _convolution(name, ts, attrs):
+    x, w = ts
+    r = x.rank - 2
+    stride, padding, dilation = (list(attrs[k]) for k in ("stride", "padding", "dilation"))
+    groups = int(attrs["groups"])
+    if r not in (1, 2, 3) or w.rank != x.rank:
+        raise ShapeError(f"lamina.convolution needs input and weight of rank 3-5, got {x} and {w}")
+    if len(stride) != r or len(dilation) != r or len(padding) != 2 * r:
+        raise ShapeError(f"lamina.convolution with {r} spatial dims needs {r} strides and dilations "
+                         f"and {2 * r} paddings, got {stride}, {dilation}, {padding}")
+    if min(stride + dilation) < 1 or min(padding) < 0 or groups < 1:
+        raise ShapeError(f"lamina.convolution: stride {stride} and dilation {dilation} must be >= 1, "
+                         f"padding {padding} >= 0, groups {groups} >= 1")
+    if str(x.element_type) != str(w.element_type):
+        raise ShapeError(f"lamina.convolution operands must share an element type: {x} x {w}")
+    sx, sw = T.dims_of(x), T.dims_of(w)
+    if any(not isinstance(d, int) for d in sw):
+        raise ShapeError(f"lamina.convolution needs a weight of static shape, got {w}")
+    f, cg = sw[0], sw[1]
+    if f % groups or (isinstance(sx[1], int) and sx[1] != cg * groups):
+        raise ShapeError(f"lamina.convolution: {sx[1]} input channels and {f} filters do not split into "
+                         f"{groups} groups of {cg} channels")
+    out = [conv_output_size(sx[2 + i], sw[2 + i], stride[i], padding[i], padding[r + i], dilation[i])
+           for i in range(r)]
+    return T.tensor_type([sx[0], f] + out, x.element_type)
+
+
 @rule("transpose")
 def _transpose(name, ts, attrs):
     (t,) = ts

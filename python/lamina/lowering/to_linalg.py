@@ -1240,3 +1240,7 @@ def _drop_encodings(module: ir.Module) -> tuple[dict, dict]:
                description="lower every lamina op to linalg/tensor/arith/math on tensors (runs lamina-decompose first)")
 def run(module: ir.Module, **options) -> None:
     lower_to_linalg(module)
+
+
+# Op families in modules of their own (they register into _LOWERINGS on import).
+from . import convolution  # noqa: E402,F401

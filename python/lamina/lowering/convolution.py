@@ -1,0 +1,108 @@
+"""lamina.convolution -> linalg (the convolution family of lamina-to-linalg).
+
+    x [N, C, *S], w [F, Cg, *K], groups G (C = G * Cg, F = G * Fg)
+
+    xp  = zero padding of x (linalg.fill + tensor.insert_slice; none when padding is 0)
+    out = linalg.generic over (n, g, f, o..., c, k...)        # 3 + r parallel, 1 + r reduction
+            xp[n, g, c, o_i * stride_i + k_i * dilation_i]    # xp expanded to [N, G, Cg, *Sp]
+          * w[g, f, c, k...]                                  # w expanded to [G, Fg, Cg, *K]
+          + out[n, g, f, o...]                                # init: fill 0, [N, G, Fg, *O]
+    collapsed to [N, F, *O]; f16/bf16 accumulate in f32 and round once at the end.
+
+The generic carries `lamina.conv = {stride, dilation}`: the loop-level form every target
+reads. The CPU target runs it on the host's convolution library or as loops
+(codegen/conv_library.py, lamina.contraction like a matmul's); the cuda target emits a
+library call for it (codegen/cuda/triton_emit.py).
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, tensor
+
+from lamina.dialect import ops
+from lamina.dialect import types as T
+
+from .to_linalg import (_collapse, _const, _dim, _empty, _expand, _fill, _generic, _idx, _insert_slice, _is_float,
+                        _map_tensor, _name, _result_size, _rt, _shape, _upcast, convert, lowering)
+
+CONV_ATTR = "lamina.conv"
+
+
+def _plain_type(sizes, elem) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get([s if isinstance(s, int) else T.DYNAMIC for s in sizes], elem)
+
+
+def _pad(x: ir.Value, lo: list[int], hi: list[int]) -> ir.Value:
+    """x zero-padded on its spatial dims (2, 3, ...); dynamic sizes grow by tensor.dim + pads."""
+    if not any(lo) and not any(hi):
+        return x
+    sh = _shape(x)
+    r = len(lo)
+    et = _rt(x).element_type
+    dyn = [_dim(x, i) if s is None else None for i, s in enumerate(sh)]
+    sizes, grown = [], []
+    for i, s in enumerate(sh):
+        extra = lo[i - 2] + hi[i - 2] if i >= 2 else 0
+        sizes.append(None if s is None else s + extra)
+        grown.append(None if s is not None else (dyn[i] if not extra else arith.addi(dyn[i], _idx(extra))))
+    init = _fill(_const(et, 0), _empty(_plain_type(sizes, et), grown))
+    return _insert_slice(x, init, [0, 0] + list(lo), [dyn[i] if s is None else s for i, s in enumerate(sh)])
+
+
+@lowering("convolution")
+def _lower_convolution(op: ir.Operation) -> ir.Value:
+    x, w = op.operands
+    attrs = ops.attributes_of(op)
+    stride, dilation, padding = list(attrs["stride"]), list(attrs["dilation"]), list(attrs["padding"])
+    groups = int(attrs["groups"])
+    rt = _rt(op.results[0])
+    elem = rt.element_type
+    acc = _upcast(elem)
+    r = len(stride)
+    sw = _shape(w)
+    c = groups * sw[1]
+    if _shape(x)[1] is None:   # a symbolic channel count (dynamic=True): the weight's
+        xs = _shape(x)
+        x = tensor.cast(_plain_type(xs[:1] + [c] + xs[2:], _rt(x).element_type), x)
+    xp = _pad(x, padding[:r], padding[r:])
+    sx = _shape(xp)
+    n, f = sx[0], sw[0]
+    cg, fg = c // groups, f // groups
+    out_spatial = T.shape_of(rt)[2:]
+    n_size = _dim(xp, 0) if n is None else n
+    out_dyn = [None if s is not None else _result_size(rt, 2 + i) for i, s in enumerate(out_spatial)]
+
+    xg = _expand(xp, _plain_type([n, groups, cg] + sx[2:], _rt(xp).element_type),
+                 [[0], [1, 2]] + [[3 + i] for i in range(r)],
+                 [n_size, groups, cg] + [_dim(xp, 2 + i) if v is None else v for i, v in enumerate(sx[2:])])
+    wg = _expand(w, _plain_type([groups, fg] + sw[1:], _rt(w).element_type),
+                 [[0, 1]] + [[2 + i] for i in range(1 + r)], [groups, fg] + sw[1:])
+    out_sizes = [n, groups, fg] + out_spatial
+    init = _fill(_const(acc, 0), _empty(_plain_type(out_sizes, acc), [n_size if n is None else None, None, None] + out_dyn))
+
+    # loops: n g f o_1..o_r | c k_1..k_r
+    L = 3 + r + 1 + r
+    d = ir.AffineDimExpr.get
+    o = [d(3 + i) for i in range(r)]
+    k = [d(4 + r + i) for i in range(r)]
+    ch = d(3 + r)
+    x_map = ir.AffineMap.get(L, 0, [d(0), d(1), ch] + [o[i] * stride[i] + k[i] * dilation[i] for i in range(r)])
+    w_map = ir.AffineMap.get(L, 0, [d(1), d(2), ch] + k)
+    o_map = ir.AffineMap.get(L, 0, [d(0), d(1), d(2)] + o)
+
+    if _is_float(acc):
+        def body(a, b, out):
+            return [arith.addf(out, arith.mulf(convert(a, acc), convert(b, acc)))]
+    else:
+        def body(a, b, out):
+            return [arith.addi(out, arith.muli(convert(a, acc), convert(b, acc)))]
+    conv_attr = ir.DictAttr.get({"stride": ir.DenseI64ArrayAttr.get(stride),
+                                 "dilation": ir.DenseI64ArrayAttr.get(dilation)})
+    # (a statically empty loop, Cg = 0 or a 0 kernel size, leaves the fill of 0: _generic)
+    res = _generic([xg, wg], [init], [x_map, w_map, o_map], ["parallel"] * (3 + r) + ["reduction"] * (1 + r),
+                   body, attrs={CONV_ATTR: conv_attr})[0]
+    res = _collapse(res, [[0], [1, 2]] + [[3 + i] for i in range(r)])
+    if _name(acc) != _name(elem):
+        res = _map_tensor(res, _plain_type(_shape(res), elem), lambda s: convert(s, elem))
+    return res
+

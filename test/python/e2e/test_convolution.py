@@ -1,0 +1,127 @@
+"""Convolutions end to end (strict: no fallback) against eager: 1-3 spatial dims, stride,
+padding, dilation, groups (depthwise too), transposed with output_padding, bias; the
+backward (convolution_backward) in float64; layouts (channels-last, non-contiguous,
+storage offsets), bf16, a symbolic batch, size-0 dims.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+lamina_backend = pytest.importorskip("lamina.backend")
+
+
+def _randn(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def _compiled(fn, **options):
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="lamina", options={"strict": True, **options})
+
+
+FORWARD = [
+    ("2d_s2_p1_bias", lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1), [(2, 4, 9, 9), (6, 4, 3, 3), (6,)]),
+    ("2d_dilation2", lambda x, w: F.conv2d(x, w, dilation=2), [(2, 4, 9, 9), (6, 4, 3, 3)]),
+    ("2d_groups2", lambda x, w: F.conv2d(x, w, padding=1, groups=2), [(2, 4, 9, 9), (6, 2, 3, 3)]),
+    ("2d_depthwise", lambda x, w: F.conv2d(x, w, padding=1, groups=4), [(2, 4, 9, 9), (4, 1, 3, 3)]),
+    ("2d_depthwise_multiplier", lambda x, w: F.conv2d(x, w, padding=2, groups=4, stride=2),
+     [(1, 4, 8, 7), (8, 1, 5, 5)]),
+    ("2d_1x1", lambda x, w, b: F.conv2d(x, w, b), [(2, 8, 5, 5), (3, 8, 1, 1), (3,)]),
+    ("2d_asym_kernel_stride", lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=(0, 2)), [(1, 3, 8, 6), (2, 3, 3, 5)]),
+    ("2d_padding_same", lambda x, w: F.conv2d(x, w, padding="same"), [(1, 3, 7, 6), (2, 3, 4, 3)]),
+    ("1d", lambda x, w: F.conv1d(x, w, padding=2, stride=3), [(2, 4, 17), (5, 4, 4)]),
+    ("3d", lambda x, w, b: F.conv3d(x, w, b, padding=1), [(1, 2, 5, 6, 7), (3, 2, 3, 3, 3), (3,)]),
+    ("transposed_s2_outpad", lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+     [(2, 4, 9, 9), (4, 3, 3, 3)]),
+    ("transposed_groups_dilation", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, groups=2, dilation=2),
+     [(2, 4, 5, 5), (4, 3, 2, 2), (6,)]),
+    ("transposed_1d", lambda x, w: F.conv_transpose1d(x, w, stride=3, padding=2), [(2, 3, 6), (3, 2, 5)]),
+    ("transposed_3d", lambda x, w: F.conv_transpose3d(x, w, stride=2), [(1, 2, 3, 3, 2), (2, 2, 2, 2, 2)]),
+    ("kernel_as_large_as_input", lambda x, w: F.conv2d(x, w), [(2, 3, 4, 4), (5, 3, 4, 4)]),
+    ("conv_bias_relu_pool_chain", lambda x, w, b: torch.relu(F.conv2d(x, w, b, padding=1)).mean((2, 3)),
+     [(2, 3, 8, 8), (4, 3, 3, 3), (4,)]),
+]
+
+
+@pytest.mark.parametrize("fn,shapes", [pytest.param(f, s, id=i) for i, f, s in FORWARD])
+def test_forward(fn, shapes):
+    args = [_randn(*s, seed=i) for i, s in enumerate(shapes)]
+    f = _compiled(fn)
+    torch.testing.assert_close(f(*args), fn(*args), rtol=1e-4, atol=1e-4)
+    report = lamina_backend.last_report()
+    assert report["fallback_ops"] == [] and report["kernels"] >= 1
+
+
+@pytest.mark.parametrize("fn,shapes", [pytest.param(f, s, id=i) for i, f, s in FORWARD if not i.startswith("conv_bias")])
+def test_backward_float64(fn, shapes):
+    args = [_randn(*s, dtype=torch.float64, seed=i).requires_grad_() for i, s in enumerate(shapes)]
+    ref = fn(*args)
+    grad = _randn(*ref.shape, dtype=torch.float64, seed=9)
+    expected = torch.autograd.grad(ref, args, grad)
+    out = _compiled(fn)(*args)
+    got = torch.autograd.grad(out, args, grad)
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-10)
+    assert all(r["fallback_ops"] == [] for r in lamina_backend.reports()[-2:])
+
+
+def test_layouts_channels_last_noncontiguous_offset():
+    w, b = _randn(6, 4, 3, 3, seed=1), _randn(6, seed=2)
+    fn = lambda x: F.conv2d(x, w, b, padding=1)   # noqa: E731
+    base = _randn(3, 4, 10, 12)
+    for x in (base.to(memory_format=torch.channels_last), base[:, :, 1:, ::2], base[1:], base.transpose(2, 3)):
+        torch.testing.assert_close(_compiled(fn)(x), fn(x), rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_spatial_sizes():
+    """Called with other image sizes, dynamo makes the spatial sizes symbolic."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 5, 3, stride=2, padding=1, dilation=2)   # parameters stay static
+    fn = lambda x: torch.relu(conv(x))   # noqa: E731
+    torch._dynamo.reset()
+    f = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for hw in ((11, 9), (16, 16), (7, 12)):
+            x = _randn(2, 3, *hw, seed=hw[0])
+            torch.testing.assert_close(f(x), fn(x), rtol=1e-4, atol=1e-4)
+
+
+def test_bfloat16():
+    x, w, b = (_randn(*s, dtype=torch.bfloat16, seed=i) for i, s in enumerate([(2, 8, 9, 9), (6, 8, 3, 3), (6,)]))
+    fn = lambda x, w, b: F.conv2d(x, w, b, padding=1)   # noqa: E731
+    out = _compiled(fn)(x, w, b)
+    assert out.dtype == torch.bfloat16
+    ref64 = F.conv2d(x.double(), w.double(), b.double(), padding=1)
+    # f32 accumulation, one rounding to bf16: within bf16's half-ulp of the exact result
+    torch.testing.assert_close(out.double(), ref64, rtol=2 ** -8, atol=1e-2)
+
+
+def test_symbolic_batch():
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 5, 3, stride=2, padding=1)
+    fn = lambda x: conv(x)   # noqa: E731
+    torch._dynamo.reset()
+    f = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for n in (2, 3, 5):
+            x = _randn(n, 3, 11, 9, seed=n)
+            torch.testing.assert_close(f(x), fn(x), rtol=1e-4, atol=1e-4)
+
+
+def test_zero_size_batch_and_channels():
+    fn = lambda x, w: F.conv2d(x, w, padding=1)   # noqa: E731
+    for xs, ws in (((0, 3, 5, 5), (4, 3, 3, 3)), ((2, 0, 5, 5), (4, 0, 3, 3)), ((2, 3, 5, 5), (0, 3, 3, 3))):
+        x, w = _randn(*xs), _randn(*ws, seed=1)
+        torch.testing.assert_close(_compiled(fn)(x, w), fn(x, w))
+
+
+def test_nan_and_inf_propagate():
+    x = _randn(1, 2, 6, 6)
+    x[0, 0, 2, 2] = float("nan")
+    x[0, 1, 4, 4] = float("inf")
+    w = _randn(3, 2, 3, 3, seed=1)
+    fn = lambda x, w: F.conv2d(x, w, padding=1)   # noqa: E731
+    torch.testing.assert_close(_compiled(fn)(x, w), fn(x, w), equal_nan=True)
