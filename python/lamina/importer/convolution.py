@@ -36,6 +36,9 @@ def _static_spatial(node) -> str | None:
     """Channels and kernel sizes must be static; spatial sizes may be symbolic only in a
     forward, non-transposed convolution (the others slice and stuff along them)."""
     forward = node.target is torch.ops.aten.convolution.default and not node.args[6]
+    w = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
+    if isinstance(w, torch.Tensor) and 0 in w.shape[1:]:
+        return "a convolution with no input channels or a 0 kernel size (eager gives it a shape of its own)"
     for i, arg in enumerate(node.args[:3]):
         val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(val, torch.Tensor):

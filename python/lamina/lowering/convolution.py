@@ -46,6 +46,8 @@ def _pad(x: ir.Value, lo: list[int], hi: list[int]) -> ir.Value:
         sizes.append(None if s is None else s + extra)
         grown.append(None if s is not None else (dyn[i] if not extra else arith.addi(dyn[i], _idx(extra))))
     init = _fill(_const(et, 0), _empty(_plain_type(sizes, et), grown))
+    if 0 in sh:   # nothing to insert (an empty slice's offsets do not verify)
+        return init
     return _insert_slice(x, init, [0, 0] + list(lo), [dyn[i] if s is None else s for i, s in enumerate(sh)])
 
 
