@@ -102,6 +102,49 @@ class FeedForward(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+class ConvBnRelu(nn.Module):
+    """Conv2d 3x3 (padding 1) -> BatchNorm2d (eval) -> ReLU: a CNN's basic unit."""
+
+    def __init__(self, cin: int, cout: int, stride: int = 1):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+        with torch.no_grad():   # non-trivial running statistics
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+        self.eval()
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class ResNetBlock(nn.Module):
+    """A ResNet basic block: two ConvBnRelu units and the identity shortcut."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.a = ConvBnRelu(c, c)
+        self.b = ConvBnRelu(c, c)
+
+    def forward(self, x):
+        return torch.relu(self.b.bn(self.b.conv(self.a(x))) + x)
+
+
+class DepthwiseSeparable(nn.Module):
+    """MobileNet's unit: depthwise 3x3 -> BN -> ReLU6 -> pointwise 1x1 -> BN -> ReLU6."""
+
+    def __init__(self, cin: int, cout: int):
+        super().__init__()
+        self.dw = nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=False)
+        self.bn1 = nn.BatchNorm2d(cin)
+        self.pw = nn.Conv2d(cin, cout, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.eval()
+
+    def forward(self, x):
+        return F.relu6(self.bn2(self.pw(F.relu6(self.bn1(self.dw(x))))))
+
+
 def gelu_bias_chain(x, bias, scale):
     """A chain of pointwise ops around a GELU: (gelu(x + bias) * scale) + x."""
     return F.gelu(x + bias) * scale + x
@@ -164,6 +207,26 @@ def _gpt_block(b: int, t: int, c: int, n_head: int = 4):
     return build
 
 
+def _conv(make_module, n: int, c: int, hw: int, flops_per_pixel):
+    def build():
+        module = make_module()
+        return Instance(module, (torch.randn(n, c, hw, hw),), f"{n}x{c}x{hw}x{hw}",
+                        flops=n * hw * hw * flops_per_pixel, rtol=1e-3, atol=1e-3)
+    return build
+
+
+def _conv_bn_relu(n, c, hw):
+    return _conv(lambda: ConvBnRelu(c, c), n, c, hw, 2 * c * c * 9)
+
+
+def _resnet_block(n, c, hw):
+    return _conv(lambda: ResNetBlock(c), n, c, hw, 2 * 2 * c * c * 9)
+
+
+def _depthwise_separable(n, c, hw):
+    return _conv(lambda: DepthwiseSeparable(c, 2 * c), n, c, hw, 2 * c * 9 + 2 * c * 2 * c)
+
+
 CASES: dict[str, Case] = {c.name: c for c in [
     Case("sin2_cos2", "sin(x)**2 + cos(x)**2",
          {"small": _pointwise(sin2_cos2, 1, 256, 256), "large": _pointwise(sin2_cos2, 1, 2048, 2048),
@@ -190,6 +253,13 @@ CASES: dict[str, Case] = {c.name: c for c in [
          {"small": _attention(2, 4, 64, 64), "large": _attention(2, 4, 256, 64), "gpu": _attention(8, 16, 1024, 64)}),
     Case("gpt_block", "pre-norm GPT-2 block (LN, attention, LN, tanh-GELU MLP)",
          {"small": _gpt_block(1, 64, 128), "large": _gpt_block(2, 128, 256), "gpu": _gpt_block(8, 512, 1024, 16)}),
+    Case("conv_bn_relu", "relu(batchnorm(conv3x3(x))), BN in eval mode",
+         {"small": _conv_bn_relu(1, 32, 28), "large": _conv_bn_relu(8, 64, 56), "gpu": _conv_bn_relu(32, 128, 56)}),
+    Case("resnet_block", "ResNet basic block: 2 x (conv3x3, BN), ReLUs, identity shortcut",
+         {"small": _resnet_block(1, 32, 28), "large": _resnet_block(8, 64, 56), "gpu": _resnet_block(32, 128, 56)}),
+    Case("depthwise_separable", "MobileNet unit: depthwise 3x3, BN, ReLU6, 1x1 to 2x channels, BN, ReLU6",
+         {"small": _depthwise_separable(1, 32, 28), "large": _depthwise_separable(8, 64, 56),
+          "gpu": _depthwise_separable(32, 128, 56)}),
     Case("tiny_pointwise", "relu(x * y + x) * 0.5 - y",
          {"small": _pointwise(tiny_pointwise, 2, 16, 16), "large": _pointwise(tiny_pointwise, 2, 64, 64),
           "gpu": _pointwise(tiny_pointwise, 2, 16, 16)}),

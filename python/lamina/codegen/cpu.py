@@ -137,7 +137,8 @@ def _top_level_passes(pipeline: str) -> list[str]:
 
 def pipeline_steps(pipeline: str) -> list:
     """The steps that lower a module: upstream pipeline texts and, once everything is
-    bufferized, the Python steps `contractions_to_blas` (codegen/blas.py) and `copies_to_loops`;
+    bufferized, the Python steps `contractions_to_blas` (codegen/blas.py), `convolutions_to_library`
+    (codegen/conv_library.py) and `copies_to_loops`;
     in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py)."""
     from .bf16_memory import bf16_memory_as_i16
 
@@ -146,9 +147,10 @@ def pipeline_steps(pipeline: str) -> list:
     if COPY_REWRITE_AFTER not in names:
         return [pipeline, copies_to_loops, expands_to_reinterpret_casts, bf16_memory_as_i16]
     from .blas import contractions_to_blas
+    from .conv_library import convolutions_to_library
 
     cut = names.index(COPY_REWRITE_AFTER) + 1
-    steps = [f"builtin.module({', '.join(passes[:cut])})", contractions_to_blas, copies_to_loops,
+    steps = [f"builtin.module({', '.join(passes[:cut])})", contractions_to_blas, convolutions_to_library, copies_to_loops,
              expands_to_reinterpret_casts]
     if passes[cut:]:
         steps.append(f"builtin.module({', '.join(passes[cut:])})")
@@ -320,12 +322,20 @@ class CpuKernelLibrary:
             libs.append(host_gomp_library())
         if any(_declares(module, s) for s in BLAS_SYMBOLS):  # lamina-contraction-to-blas ran: torch's BLAS
             libs.append(host_blas_library())
+        from .conv_library import declared_library_functions, register_library_runtime
+
+        library_calls = declared_library_functions(module)   # lamina-convolution-to-library ran
         self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=check_loadable(libs))
+        register_library_runtime(self.engine, library_calls)
+        # a graph whose native code calls back into torch re-raises what such a call raised
+        self.calls_back = bool(library_calls)
         self._entries: dict[str, object] = {}
         # Materialize every kernel now: the JIT links lazily, and a symbol it cannot resolve
         # (a libm or compiler-rt function) must fail the compile (-> fallback), not the
         # user's first call.
         for name in _c_interface_names(module):
+            if name in library_calls:
+                continue   # a function the JIT calls, not a kernel
             try:
                 self._entry(name)
             except RuntimeError as e:

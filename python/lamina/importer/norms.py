@@ -1,4 +1,7 @@
-"""linalg_vector_norm composed of lamina reductions (every p torch takes):
+"""Norms composed of lamina reductions: linalg_vector_norm (every p torch takes), batch norm
+(training: batch statistics and the running statistics' update; eval) and group norm.
+
+linalg_vector_norm:
 
     p = 2: sqrt(sum(x^2))   p = 1: sum(|x|)   p = inf / -inf: max / min of |x|
     p = 0: count of non-zeros   other p: sum(|x|^p)^(1/p)
@@ -10,6 +13,7 @@ import math
 
 from ..dialect import ops
 from ..dialect import types as T
+from ..dialect import symbols as S
 from .aten_ops import cast, constant, meta_type, norm_dims, rank, register
 
 
@@ -39,3 +43,134 @@ def _vector_norm(imp, node, a):
         return finish(ops.sqrt(ops.reduce_sum(ops.mul(x, x), dims=dims, keepdim=keep)))
     s = ops.reduce_sum(ops.pow(ax, constant(p, et)), dims=dims, keepdim=keep)
     return finish(ops.pow(s, constant(1.0 / p, et)))
+
+
+# ---- batch and group norm -------------------------------------------------------------------
+#
+# Statistics (and the normalization) compute in f32 for f16/bf16 inputs, as torch's kernels
+# do, rounding once at the end; mean and rstd come out in the dtype torch reports for them.
+
+def _acc(et):
+    return T.element_type("f32") if str(et) in ("f16", "bf16") else et
+
+
+def _per_channel(v, r: int, et):
+    """A [C] tensor as [1, C, 1, ...] for an input of rank r, in type et."""
+    return ops.reshape(cast(v, et), result_type=T.tensor_type([1, T.dims_of(v.type)[0]] + [1] * (r - 2), et))
+
+
+def _normalize(x, mean, rstd, weight, bias, r, acc):
+    y = ops.mul(ops.sub(x, mean), rstd)
+    if weight is not None:
+        y = ops.mul(y, _per_channel(weight, r, acc))
+    if bias is not None:
+        y = ops.add(y, _per_channel(bias, r, acc))
+    return y
+
+
+def _stat_out(v, node, index):
+    want = meta_type(node, index)
+    return ops.reshape(cast(v, want.element_type), result_type=want) if v.type != want else v
+
+
+def _empty_stat(node, index):
+    want = meta_type(node, index)
+    return constant(0, want.element_type, T.dims_of(want))
+
+
+def _batch_statistics(x, r, eps, acc):
+    dims = [0] + list(range(2, r))
+    mean = ops.reduce_mean(x, dims=dims, keepdim=True)
+    var = ops.var(x, dims=dims, keepdim=True, correction=0.0)
+    return dims, mean, var, ops.rsqrt(ops.add(var, constant(eps, acc)))
+
+
+def _train(node, a, running):
+    """Batch statistics; with `running`, also the running statistics' update (unbiased var)."""
+    x0 = a.input
+    out_et = meta_type(node, 0).element_type
+    acc = _acc(out_et)
+    x = cast(x0, acc)
+    r = rank(x)
+    dims, mean, var, rstd = _batch_statistics(x, r, a.eps, acc)
+    y = cast(_normalize(x, mean, rstd, a.weight, a.bias, r, acc), out_et)
+    results = [y, _stat_out(mean, node, 1), _stat_out(rstd, node, 2)]
+    if running:
+        m = float(a.momentum)
+        unbiased = ops.var(x, dims=dims, keepdim=True, correction=1.0)
+        for stat, batch, index in ((a.running_mean, mean, 3), (a.running_var, unbiased, 4)):
+            st_et = meta_type(node, index).element_type
+            flat = ops.reshape(batch, result_type=T.tensor_type(T.dims_of(stat.type), acc))
+            new = ops.add(ops.mul(cast(stat, acc), constant(1.0 - m, acc)), ops.mul(flat, constant(m, acc)))
+            results.append(cast(new, st_et))
+    return tuple(results)
+
+
+@register("aten._native_batch_norm_legit_functional.default")
+def _batch_norm_functional(imp, node, a):
+    if not a.training:
+        y = _eval(node, a)
+        return (y, _empty_stat(node, 1), _empty_stat(node, 2), a.running_mean, a.running_var)
+    return _train(node, a, running=True)
+
+
+@register("aten._native_batch_norm_legit.no_stats")
+def _batch_norm_no_stats(imp, node, a):
+    return _train(node, a, running=False)
+
+
+def _eval(node, a):
+    x0 = a.input
+    out_et = meta_type(node, 0).element_type
+    acc = _acc(out_et)
+    x = cast(x0, acc)
+    r = rank(x)
+    mean = _per_channel(a.running_mean, r, acc)
+    rstd = ops.rsqrt(ops.add(_per_channel(a.running_var, r, acc), constant(a.eps, acc)))
+    return cast(_normalize(x, mean, rstd, a.weight, a.bias, r, acc), out_et)
+
+
+@register("aten._native_batch_norm_legit_no_training.default")
+def _batch_norm_eval(imp, node, a):
+    return (_eval(node, a), _empty_stat(node, 1), _empty_stat(node, 2))
+
+
+def _training_arg(node):
+    training = node.args[5] if len(node.args) > 5 else node.kwargs.get("training")
+    if training:
+        return "batch norm in training mode that updates running statistics in place (functionalized graphs " \
+               "use _native_batch_norm_legit_functional)"
+    return None
+
+
+@register("aten._native_batch_norm_legit.default", "aten.native_batch_norm.default", check=_training_arg)
+def _batch_norm_inference(imp, node, a):
+    if a.running_mean is None:   # native_batch_norm without running statistics: batch statistics
+        return _train(node, a, running=False)
+    return (_eval(node, a), _empty_stat(node, 1), _empty_stat(node, 2))
+
+
+@register("aten.native_group_norm.default")
+def _group_norm(imp, node, a):
+    x0 = a.input
+    out_et = meta_type(node, 0).element_type
+    acc = _acc(out_et)
+    x = cast(x0, acc)
+    shp = T.dims_of(x.type)
+    r = len(shp)
+    g = int(a.group)
+    c = shp[1]
+    if not isinstance(c, int):
+        raise NotImplementedError("group norm with a symbolic channel count")
+    # [N, C, *S] -> [N, G, C/G * prod(S)]: statistics per (sample, group)
+    rest = S.product([c // g] + shp[2:])
+    xg = ops.reshape(x, result_type=T.tensor_type([shp[0], g, rest], acc))
+    mean = ops.reduce_mean(xg, dims=[2], keepdim=True)
+    var = ops.var(xg, dims=[2], keepdim=True, correction=0.0)
+    rstd = ops.rsqrt(ops.add(var, constant(a.eps, acc)))
+    y = ops.reshape(ops.mul(ops.sub(xg, mean), rstd), result_type=T.tensor_type(shp, acc))
+    if a.weight is not None:
+        y = ops.mul(y, _per_channel(a.weight, r, acc))
+    if a.bias is not None:
+        y = ops.add(y, _per_channel(a.bias, r, acc))
+    return (cast(y, out_et), _stat_out(mean, node, 1), _stat_out(rstd, node, 2))

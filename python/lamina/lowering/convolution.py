@@ -3,16 +3,18 @@
     x [N, C, *S], w [F, Cg, *K], groups G (C = G * Cg, F = G * Fg)
 
     xp  = zero padding of x (linalg.fill + tensor.insert_slice; none when padding is 0)
-    out = linalg.generic over (n, g, f, o..., c, k...)        # 3 + r parallel, 1 + r reduction
-            xp[n, g, c, o_i * stride_i + k_i * dilation_i]    # xp expanded to [N, G, Cg, *Sp]
-          * w[g, f, c, k...]                                  # w expanded to [G, Fg, Cg, *K]
-          + out[n, g, f, o...]                                # init: fill 0, [N, G, Fg, *O]
-    collapsed to [N, F, *O]; f16/bf16 accumulate in f32 and round once at the end.
+    out = linalg.generic over (n, f, o..., c, k...)
+            xp[n, c, o_i * stride_i + k_i * dilation_i] * w[f, c, k...] + out[n, f, o...]
+    with groups > 1, over (n, g, f, o..., c, k...) on xp [N, G, Cg, *S], w [G, Fg, Cg, *K] and
+    out [N, G, Fg, *O] (expanded; the result collapsed to [N, F, *O])
+    init: fill 0; f16/bf16 accumulate in f32 and round once at the end.
 
-The generic carries `lamina.conv = {stride, dilation}`: the loop-level form every target
-reads. The CPU target runs it on the host's convolution library or as loops
-(codegen/conv_library.py, lamina.contraction like a matmul's); the cuda target emits a
-library call for it (codegen/cuda/triton_emit.py).
+Without groups the operands and result keep their shapes, so the result is computed
+straight into the kernel's output buffer. The generic carries
+`lamina.conv = {stride, dilation, groups}`: the loop-level form every target reads. The CPU
+target runs it on the host's convolution library or as loops (codegen/conv_library.py,
+`lamina.contraction` as for a matmul); the cuda target emits a library call for it
+(codegen/cuda/triton_emit.py).
 """
 from __future__ import annotations
 
@@ -74,23 +76,34 @@ def _lower_convolution(op: ir.Operation) -> ir.Value:
     n_size = _dim(xp, 0) if n is None else n
     out_dyn = [None if s is not None else _result_size(rt, 2 + i) for i, s in enumerate(out_spatial)]
 
-    xg = _expand(xp, _plain_type([n, groups, cg] + sx[2:], _rt(xp).element_type),
-                 [[0], [1, 2]] + [[3 + i] for i in range(r)],
-                 [n_size, groups, cg] + [_dim(xp, 2 + i) if v is None else v for i, v in enumerate(sx[2:])])
-    wg = _expand(w, _plain_type([groups, fg] + sw[1:], _rt(w).element_type),
-                 [[0, 1]] + [[2 + i] for i in range(1 + r)], [groups, fg] + sw[1:])
-    out_sizes = [n, groups, fg] + out_spatial
-    init = _fill(_const(acc, 0), _empty(_plain_type(out_sizes, acc), [n_size if n is None else None, None, None] + out_dyn))
-
-    # loops: n g f o_1..o_r | c k_1..k_r
-    L = 3 + r + 1 + r
+    # loops: n [g] f o_1..o_r | c k_1..k_r. Without groups the operands and the result keep
+    # their shapes; with groups (a g loop; f and c count within a group) x, w and the result
+    # are expanded to [N, G, Cg, *S], [G, Fg, Cg, *K], [N, G, Fg, *O] (a g * Fg + f result
+    # map would not be invertible).
+    gl = 1 if groups > 1 else 0
+    L = 2 + gl + r + 1 + r
     d = ir.AffineDimExpr.get
-    o = [d(3 + i) for i in range(r)]
-    k = [d(4 + r + i) for i in range(r)]
-    ch = d(3 + r)
-    x_map = ir.AffineMap.get(L, 0, [d(0), d(1), ch] + [o[i] * stride[i] + k[i] * dilation[i] for i in range(r)])
-    w_map = ir.AffineMap.get(L, 0, [d(1), d(2), ch] + k)
-    o_map = ir.AffineMap.get(L, 0, [d(0), d(1), d(2)] + o)
+    o = [d(2 + gl + i) for i in range(r)]
+    ch = d(2 + gl + r)
+    k = [d(3 + gl + r + i) for i in range(r)]
+    taps = [o[i] * stride[i] + k[i] * dilation[i] for i in range(r)]
+    if gl:
+        xp = _expand(xp, _plain_type([n, groups, cg] + sx[2:], _rt(xp).element_type),
+                     [[0], [1, 2]] + [[3 + i] for i in range(r)],
+                     [n_size, groups, cg] + [_dim(xp, 2 + i) if v is None else v for i, v in enumerate(sx[2:])])
+        w = _expand(w, _plain_type([groups, fg] + sw[1:], _rt(w).element_type),
+                    [[0, 1]] + [[2 + i] for i in range(1 + r)], [groups, fg] + sw[1:])
+        out_sizes = [n, groups, fg] + out_spatial
+        x_map = ir.AffineMap.get(L, 0, [d(0), d(1), ch] + taps)
+        w_map = ir.AffineMap.get(L, 0, [d(1), d(2), ch] + k)
+        o_map = ir.AffineMap.get(L, 0, [d(0), d(1), d(2)] + o)
+    else:
+        out_sizes = [n, f] + out_spatial
+        x_map = ir.AffineMap.get(L, 0, [d(0), ch] + taps)
+        w_map = ir.AffineMap.get(L, 0, [d(1), ch] + k)
+        o_map = ir.AffineMap.get(L, 0, [d(0), d(1)] + o)
+    init = _fill(_const(acc, 0), _empty(_plain_type(out_sizes, acc),
+                                        [n_size if n is None else None] + [None] * (1 + gl) + out_dyn))
 
     if _is_float(acc):
         def body(a, b, out):
@@ -99,11 +112,13 @@ def _lower_convolution(op: ir.Operation) -> ir.Value:
         def body(a, b, out):
             return [arith.addi(out, arith.muli(convert(a, acc), convert(b, acc)))]
     conv_attr = ir.DictAttr.get({"stride": ir.DenseI64ArrayAttr.get(stride),
-                                 "dilation": ir.DenseI64ArrayAttr.get(dilation)})
+                                 "dilation": ir.DenseI64ArrayAttr.get(dilation),
+                                 "groups": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), groups)})
     # (a statically empty loop, Cg = 0 or a 0 kernel size, leaves the fill of 0: _generic)
-    res = _generic([xg, wg], [init], [x_map, w_map, o_map], ["parallel"] * (3 + r) + ["reduction"] * (1 + r),
+    res = _generic([xp, w], [init], [x_map, w_map, o_map], ["parallel"] * (2 + gl + r) + ["reduction"] * (1 + r),
                    body, attrs={CONV_ATTR: conv_attr})[0]
-    res = _collapse(res, [[0], [1, 2]] + [[3 + i] for i in range(r)])
+    if gl:
+        res = _collapse(res, [[0], [1, 2]] + [[3 + i] for i in range(r)])
     if _name(acc) != _name(elem):
         res = _map_tensor(res, _plain_type(_shape(res), elem), lambda s: convert(s, elem))
     return res

@@ -43,6 +43,7 @@ from mlir.dialects import linalg
 from mlir.dialects.transform import interpreter
 
 from ..codegen.blas import epilogues_in_place, is_library, mark_contractions
+from ..codegen.conv_library import mark_convolutions
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
@@ -483,6 +484,7 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     func_op.operation.verify()
     _resolve_dynamic_dims(func_op)   # before fusion: a tensor.dim of a producer would keep it alive
     mark_contractions(func_op)
+    mark_convolutions(func_op)
     if has_contraction(func_op):
         _fuse_elementwise(func_op)
         items = plan_kernel(func_op, [0])

@@ -174,7 +174,10 @@ class CompiledGraph:
         return fn
 
     def _namespace(self) -> dict:
+        from ..codegen.conv_library import raise_pending_error
+
         return {"_empty": _empty_function(self.device), "_launch": self._launch, "_fn": self._launch.fn,
+                "_check": raise_pending_error,
                 "_local": self._launch.local,
                 "_dtypes": [T.name_to_torch_dtype(dt) for _, dt in self.plan.outputs], "_graph": self}
 
@@ -223,6 +226,8 @@ class CompiledGraph:
         if dynamic_arena:
             lines.append("        _launch.grow_arena(state, nbytes)")
         lines.append("        _fn(state[2])")
+        if getattr(self.library, "calls_back", False):   # library convolutions: raise what they raised
+            lines.append("    _check()")
         lines.append(f"    return {returned}")
         return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ the op before them.
 
 Heuristic (v1, deliberately simple and always legal): walk the ops in program order
 and cut a new kernel
-  * at every contraction (matmul), so each matmul anchors a kernel with its epilogue;
+  * at every contraction (matmul, convolution), so each anchors a kernel with its epilogue;
   * at a reduction or a data-movement op (a transpose, a copy) when the current kernel
     already holds a contraction, so matmul epilogues stay pointwise, reductions (softmax,
     norms) get kernels of their own, and a transpose gets the vectorized transpose schedule
@@ -28,6 +28,8 @@ kernel that uses them) unless the graph returns one directly.
 """
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 
 from ..dialect import infer
@@ -36,7 +38,7 @@ from .registry import register_pass
 KERNEL_ATTR = "lamina.kernel"
 KIND_ATTR = "lamina.kernel_kind"
 
-CONTRACTION_OPS = {"matmul"}
+CONTRACTION_OPS = {"matmul", "convolution"}
 REDUCTION_OPS = set(infer.REDUCE_OPS) | {"softmax", "log_softmax"}
 DATA_MOVEMENT_OPS = {"reshape", "transpose", "slice", "concat", "index_select", "broadcast_to"}
 # Contractions from this size (2*M*N*K per call, batches included) run as one library call
@@ -134,6 +136,9 @@ def contraction_flops(op) -> int | None:
               for v in list(op.operands[:2]) + [op.results[0]] if isinstance(v.type, ir.RankedTensorType)]
     if len(shapes) != 3 or len(shapes[0]) < 2:
         return None
+    if op.name == "lamina.convolution" or (op.name == "linalg.generic" and "lamina.conv" in op.attributes):
+        # 2 * (every output element) * (the taps of one filter: channels per group x kernel)
+        return 2 * math.prod(shapes[2]) * math.prod(shapes[1][2 if op.name == "linalg.generic" else 1:])
     a, out = shapes[0], shapes[2]
     batch = 1
     for d in out[:-2]:

@@ -1,0 +1,340 @@
+"""Convolutions on the host's convolution library (CPU): the choice (L4, on tensors) and
+lamina-convolution-to-library (L5, on memrefs).
+
+lamina-to-linalg gives every convolution one `linalg.generic` marked `lamina.conv` (see
+lowering/convolution.py): a correct loop nest that lamina-tile-cpu parallelizes over output
+rows, but no match for a direct convolution kernel with blocked layouts and JIT-generated
+micro-kernels, which is what torch's own CPU convolution runs (oneDNN): on the project's
+2-core AVX2 machine a 3x3 ResNet convolution is 10.5 ms in oneDNN, 14-17 ms as 9 shifted
+sgemm_ calls or im2col + sgemm_, and far slower as loops. So, like Inductor (whose CPU
+convolutions are extern calls of aten.convolution) and like lamina's own library matmuls
+(codegen/blas.py), a convolution can be `lamina.contraction = "library"`: tiling leaves it
+alone (its epilogue, bias/BN/activation, is vectorized as a pointwise kernel), and after
+bufferization this pass replaces it with a call of `lamina_conv_<in>_<acc>`, which the JIT
+resolves to `library_convolution` below: torch's convolution (oneDNN) on views of the
+kernel's buffers, written into the kernel's output buffer. The graph still runs as one
+native call; the convolution takes the GIL for the time of torch's dispatch (~10 us).
+
+The choice is an attribute a user can set first (`lamina.contraction = "tiled"` keeps the
+loop nest); otherwise LAMINA_CONVOLUTION=tiled|library|auto (default auto: library for
+f32/f64/f16/bf16 convolutions of at least LIBRARY_MIN_FLOPS, a symbolic size counted as
+fusion.SYMBOLIC_SIZE_ESTIMATE). f16/bf16 convolutions accumulate in f32 in the loop nest; the
+library computes them in their own type (as eager does: one rounding) and widens the result
+into the f32 accumulator, which lamina-to-linalg rounds back exactly.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+from mlir import ir
+
+from ..transforms.fusion import LARGE_CONTRACTION_FLOPS, contraction_flops
+from ..transforms.registry import register_pass
+from .blas import CONTRACTION, _zero_fill_before, is_library
+
+CONV_ATTR = "lamina.conv"
+LIBRARY_MIN_FLOPS = LARGE_CONTRACTION_FLOPS
+_LIBRARY_TYPES = {("f32", "f32"), ("f64", "f64"), ("bf16", "f32"), ("f16", "f32")}
+SYMBOL_PREFIX = "lamina_conv_"
+
+
+def is_convolution(op) -> bool:
+    return op.operation.name == "linalg.generic" and CONV_ATTR in op.attributes
+
+
+def _mode() -> str:
+    mode = os.environ.get("LAMINA_CONVOLUTION", "auto").strip().lower() or "auto"
+    if mode not in ("auto", "tiled", "library"):
+        raise ValueError(f"LAMINA_CONVOLUTION={mode!r}: expected tiled, library or auto")
+    return mode
+
+
+def _types(op) -> tuple[str, str, str]:
+    x, w, out = (str(ir.ShapedType(v.type).element_type) for v in list(op.operands)[:3])
+    return x, w, out
+
+
+def library_representable(op) -> bool:
+    x, w, out = _types(op)
+    return x == w and (x, out) in _LIBRARY_TYPES and _library_available()
+
+
+def choose_convolution(op) -> str:
+    mode = _mode()
+    if mode == "tiled" or not library_representable(op):
+        return "tiled"
+    if mode == "library":
+        return "library"
+    return "library" if (contraction_flops(op) or 0) >= LIBRARY_MIN_FLOPS else "tiled"
+
+
+def mark_convolutions(func_op) -> list:
+    """Record the choice on every convolution of a kernel (a user's attribute wins)."""
+    library = []
+    for op in func_op.regions[0].blocks[0].operations:
+        if not is_convolution(op):
+            continue
+        if CONTRACTION in op.attributes:
+            choice = ir.StringAttr(op.attributes[CONTRACTION]).value
+            if choice not in ("library", "tiled"):
+                raise ValueError(f"{CONTRACTION} = {choice!r}: expected \"library\" or \"tiled\"")
+            if choice == "library" and not library_representable(op):
+                raise ValueError(f"{CONTRACTION} = \"library\" on a convolution of {_types(op)} the library "
+                                 "cannot run (f32, f64, or f16/bf16 accumulating in f32)")
+        else:
+            choice = choose_convolution(op)
+            op.attributes[CONTRACTION] = ir.StringAttr.get(choice)
+        if choice == "library":
+            library.append(op)
+    return library
+
+
+# ---- lamina-convolution-to-library (memrefs) -----------------------------------------------------
+
+def _symbol(x_elem: str, acc_elem: str) -> str:
+    return f"{SYMBOL_PREFIX}{x_elem}_{acc_elem}"
+
+
+def _declare(module: ir.Module, name: str, x_elem: ir.Type, acc_elem: ir.Type) -> None:
+    from mlir.dialects import func
+
+    for op in module.body.operations:
+        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return
+    i64 = ir.IntegerType.get_signless(64)
+    unranked = [ir.UnrankedMemRefType.get(t, None) for t in (x_elem, x_elem, acc_elem)]
+    with ir.InsertionPoint(module.body), ir.Location.unknown():
+        f = func.FuncOp(name, ir.FunctionType.get(unranked + [i64] * 12, []), visibility="private")
+        f.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+
+def _static_offsets(subview) -> list[int] | None:
+    offsets = list(ir.DenseI64ArrayAttr(subview.attributes["static_offsets"]))
+    return None if any(o == ir.ShapedType.get_dynamic_stride_or_offset() for o in offsets) else offsets
+
+
+def _unpadded(x: ir.Value, conv, r: int) -> tuple[ir.Value, list[int]]:
+    """Fold lowering/convolution.py's zero padding into the library call, as BLAS folds a
+    transpose into 'T': when `x` (or its grouped expand_shape) is a local buffer that is
+    only filled with 0, gets the input copied into its interior, and is read by `conv`,
+    return the input itself and the padding (symmetric, static), and erase the padded
+    copy. Otherwise `x` and no padding."""
+    expand = x.owner if isinstance(x, ir.OpResult) and x.owner.name == "memref.expand_shape" else None
+    buf = expand.operands[0] if expand is not None else x
+    alloc = buf.owner if isinstance(buf, ir.OpResult) else None
+    if alloc is None or alloc.name not in ("memref.alloc", "memref.alloca"):
+        return x, []
+    fills, copies, others = [], [], []
+    for use in buf.uses:
+        user = use.owner
+        if user.name == "linalg.fill" and user.operands[1] == buf:
+            fills.append(user)
+        elif user.name == "memref.subview" and len(list(user.results[0].uses)) == 1 \
+                and list(user.results[0].uses)[0].owner.name == "memref.copy" \
+                and list(user.results[0].uses)[0].owner.operands[1] == user.results[0]:
+            copies.append(user)
+        elif user.name != "memref.dealloc" and user != (expand if expand is not None else conv):
+            others.append(user)
+    if len(fills) != 1 or len(copies) != 1 or others or not _is_zero_fill(fills[0]):
+        return x, []
+    subview = copies[0]
+    copy = list(subview.results[0].uses)[0].owner
+    src = copy.operands[0]
+    offsets = _static_offsets(subview)
+    src_t, buf_t = ir.MemRefType(src.type), ir.MemRefType(buf.type)
+    if offsets is None or any(o != 0 for o in offsets[:2]) or not src_t.has_static_shape or not buf_t.has_static_shape:
+        return x, []
+    lo = offsets[2:]
+    hi = [buf_t.shape[2 + i] - lo[i] - src_t.shape[2 + i] for i in range(r)]
+    if lo != hi:
+        return x, []   # the library pads symmetrically
+    zero = fills[0].operands[0].owner
+    for o in (copy, subview, fills[0]):
+        o.operation.erase()
+    if isinstance(zero, ir.Operation) and zero.name == "arith.constant" and not list(zero.results[0].uses):
+        zero.erase()
+    return src, lo
+
+
+def _is_zero_fill(fill) -> bool:
+    value = fill.operands[0]
+    owner = value.owner if isinstance(value, ir.OpResult) else None
+    if owner is None or owner.name != "arith.constant":
+        return False
+    attr = owner.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0 and not str(attr).startswith("-")
+
+
+def convolutions_to_library(module: ir.Module) -> int:
+    """Replace every memref convolution generic marked library by a call; returns the count."""
+    from mlir.dialects import arith, func, memref
+
+    found = []
+
+    def collect(o):
+        if o.name == "linalg.generic" and CONV_ATTR in o.attributes and is_library(o):
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    i64 = ir.IntegerType.get_signless(64)
+    for op in found:
+        x, w, out = list(op.operands)[:3]
+        if not all(isinstance(v.type, ir.MemRefType) for v in (x, w, out)):
+            raise ValueError("lamina-convolution-to-library: a convolution on tensors: run it after bufferization")
+        conv = ir.DictAttr(op.attributes[CONV_ATTR])
+        stride = list(ir.DenseI64ArrayAttr(conv["stride"]))
+        dilation = list(ir.DenseI64ArrayAttr(conv["dilation"]))
+        groups = ir.IntegerAttr(conv["groups"]).value
+        r = len(stride)
+        x_elem, acc_elem = ir.MemRefType(x.type).element_type, ir.MemRefType(out.type).element_type
+        name = _symbol(str(x_elem), str(acc_elem))
+        _declare(module, name, x_elem, acc_elem)
+        fill = _zero_fill_before(op, out)
+        x, padding = _unpadded(x, op, r)
+        with ir.InsertionPoint(op), op.location:
+            args = [memref.CastOp(ir.UnrankedMemRefType.get(ir.MemRefType(v.type).element_type, None), v).result
+                    for v in (x, w, out)]
+            params = ([r] + (stride + [1] * 3)[:3] + (dilation + [1] * 3)[:3] + (padding + [0] * 3)[:3]
+                      + [groups, 0 if fill is not None else 1])
+            args += [arith.ConstantOp(i64, p).result for p in params]
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+        if fill is not None:
+            zero = fill.operands[0].owner
+            fill.operation.erase()
+            if not list(zero.results[0].uses):
+                zero.erase()
+        op.erase()
+    return len(found)
+
+
+@register_pass("lamina-convolution-to-library", level="L5",
+               description="after bufferization: convolutions marked lamina.contraction = \"library\" -> calls of "
+                           "the host's convolution (torch's, oneDNN) on the kernel's buffers")
+def convolution_to_library_pass(module: ir.Module, **options) -> None:
+    convolutions_to_library(module)
+
+
+# ---- the runtime side: the function the JIT resolves ----------------------------------------------
+
+class _Unranked(ctypes.Structure):
+    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
+
+
+_TORCH_DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16"}
+_ELEM_BYTES = {"f32": 4, "f64": 8, "bf16": 2, "f16": 2}
+
+
+def _library_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _tensor(arg, elem: str):
+    """A torch tensor viewing the buffer of an unranked memref argument (no copy)."""
+    import torch
+
+    u = ctypes.cast(arg, ctypes.POINTER(_Unranked)).contents
+    rank = u.rank
+    fields = (ctypes.c_int64 * (3 + 2 * rank)).from_address(u.descriptor)
+    aligned, offset = fields[1], fields[2]
+    sizes, strides = list(fields[3:3 + rank]), list(fields[3 + rank:3 + 2 * rank])
+    dtype = getattr(torch, _TORCH_DTYPES[elem])
+    if 0 in sizes:
+        return torch.empty(sizes, dtype=dtype)
+    extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+    nbytes = extent * _ELEM_BYTES[elem]
+    buf = (ctypes.c_char * nbytes).from_address(aligned + offset * _ELEM_BYTES[elem])
+    return torch.frombuffer(buf, dtype=dtype, count=extent).as_strided(sizes, strides)
+
+
+def _convolve(x_elem: str, acc_elem: str, x_arg, w_arg, out_arg, r, s0, s1, s2, d0, d1, d2, p0, p1, p2,
+              groups, accumulate) -> None:
+    import torch
+
+    x = _tensor(x_arg, x_elem)         # [N, C, *S] (zero-padded, or padded here by p), or [N, G, Cg, *S]
+    w = _tensor(w_arg, x_elem)         # [F, Cg, *K], or [G, Fg, Cg, *K]
+    out = _tensor(out_arg, acc_elem)   # [N, F, *O], or [N, G, Fg, *O]
+    if out.numel() == 0:
+        return
+    if w.dim() == r + 3:   # grouped operands: the library takes [N, C, *S] and [F, Cg, *K]
+        x = x.flatten(1, 2) if x.dim() == r + 3 else x
+        w = w.flatten(0, 1)
+    if w.shape[1] == 0 or 0 in w.shape[2:]:
+        if not accumulate:
+            out.zero_()   # no taps: the sum is 0
+        return
+    stride, dilation, padding = [s0, s1, s2][:r], [d0, d1, d2][:r], [p0, p1, p2][:r]
+    if not accumulate and _writes_in_place(x, out):
+        # oneDNN's convolution writes the kernel's output buffer itself: no result to copy
+        torch.ops.aten.mkldnn_convolution.out(x, w, None, padding, stride, dilation, groups,
+                                              out=out.view(out.shape[0], -1, *out.shape[-r:]))
+        return
+    result = torch.ops.aten.convolution(x, w, None, stride, padding, dilation, False, [0] * r, groups)
+    result = result.view(out.shape) if result.is_contiguous() else result.reshape(out.shape)
+    if accumulate:
+        out.add_(result)
+    else:
+        out.copy_(result)
+
+
+def _writes_in_place(x, out) -> bool:
+    import torch
+
+    return (torch.backends.mkldnn.is_available() and x.dtype == out.dtype
+            and x.dtype in (torch.float32, torch.bfloat16) and out.is_contiguous())
+
+
+_CALLBACK = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3 + [ctypes.c_int64] * 12))
+_callbacks: dict[str, object] = {}
+
+
+def _callback(x_elem: str, acc_elem: str):
+    name = _symbol(x_elem, acc_elem)
+    cb = _callbacks.get(name)
+    if cb is None:
+        def run(x, w, out, *params):
+            try:
+                _convolve(x_elem, acc_elem, x, w, out, *params)
+            except BaseException as e:   # an exception must not unwind through native frames
+                _pending.error = e
+        cb = _callbacks[name] = _CALLBACK(run)
+    return cb
+
+
+_pending = threading.local()   # an exception of this thread's last library call, raised after the native call
+
+
+def declared_library_functions(module: ir.Module) -> list[str]:
+    """The `lamina_conv_*` functions a lowered (LLVM dialect) module calls."""
+    prefix = "_mlir_ciface_" + SYMBOL_PREFIX
+    names = []
+    for op in module.body.operations:
+        if op.operation.name == "llvm.func":
+            sym = ir.StringAttr(op.attributes["sym_name"]).value
+            if sym.startswith(prefix):
+                names.append(sym[len("_mlir_ciface_"):])
+    return names
+
+
+def register_library_runtime(engine, names) -> None:
+    """Make the `lamina_conv_*` functions resolvable by `engine` (before any lookup: the
+    JIT links lazily)."""
+    for name in names:
+        x_elem, acc_elem = name[len(SYMBOL_PREFIX):].split("_")
+        engine.register_runtime(name, _callback(x_elem, acc_elem))
+
+
+def raise_pending_error() -> None:
+    """Re-raise, after the native call, an exception a library convolution of this thread
+    raised inside it (the results are then not to be used)."""
+    e = getattr(_pending, "error", None)
+    if e is not None:
+        _pending.error = None
+        raise RuntimeError(f"lamina: a library convolution failed: {type(e).__name__}: {e}") from e
+
