@@ -137,8 +137,10 @@ def contraction_flops(op) -> int | None:
     if len(shapes) != 3 or len(shapes[0]) < 2:
         return None
     if op.name == "lamina.convolution" or (op.name == "linalg.generic" and "lamina.conv" in op.attributes):
-        # 2 * (every output element) * (the taps of one filter: channels per group x kernel)
-        return 2 * math.prod(shapes[2]) * math.prod(shapes[1][2 if op.name == "linalg.generic" else 1:])
+        # 2 * (every output element) * (the taps of one filter: channels per group x kernel);
+        # a grouped generic's weight is [G, Fg, Cg, *K], any other [F, Cg, *K]
+        grouped = op.name == "linalg.generic" and ir.IntegerAttr(ir.DictAttr(op.attributes["lamina.conv"])["groups"]).value > 1
+        return 2 * math.prod(shapes[2]) * math.prod(shapes[1][2 if grouped else 1:])
     a, out = shapes[0], shapes[2]
     batch = 1
     for d in out[:-2]:
