@@ -41,6 +41,7 @@ from mlir import ir
 
 from ...dialect import types as T
 from ...lowering.tiling import _is_contraction
+from ..conv_library import is_convolution
 from .triton_ir import (Unsupported, _add, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
                         _readers,  # noqa: F401 (re-exported)
                         _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
@@ -254,6 +255,12 @@ def _through_casts(v: ir.Value) -> ir.Value:
         v = nxt
 
 
+def _ungrouped(v: ir.Value) -> ir.Value:
+    """A grouped convolution operand (expand_shape of channels into [G, C/G]) as it was."""
+    op = _owner(v)
+    return op.operands[0] if op is not None and op.name == "tensor.expand_shape" else v
+
+
 def _under_casts(v: ir.Value) -> ir.Value:
     """The value `v` is a chain of roundings / widenings of."""
     while _cast_generic(_owner(v)):
@@ -373,7 +380,7 @@ class _KernelCodegen(_Emitter):
             elif name == "tensor.insert_slice":
                 walk(op.operands[0], sets)
                 walk(op.operands[1], sets)
-            elif _is_contraction(op):
+            elif _is_contraction(op) or is_convolution(op):
                 return
 
         walk(v, deps)
@@ -447,6 +454,9 @@ class _KernelCodegen(_Emitter):
         n_out = len(c.results)
         if n_out != 1:
             raise Unsupported("a contraction with several results")
+        if is_convolution(c):
+            self._convolution(c)
+            return
         a, b = c.operands[0], c.operands[1]
         init = c.operands[2]
         views = []
@@ -483,6 +493,57 @@ class _KernelCodegen(_Emitter):
         self.materialized[res] = (cname, True, None)
         if not zero_init:
             self.accumulate_into[res] = init
+
+    def _convolution(self, c) -> None:
+        """A convolution generic (lowering/convolution.py) on cuDNN through torch, as Inductor
+        runs convolutions: the zero padding lamina-to-linalg made (insert_slice into a fill of
+        0) is folded into the call when it is symmetric, grouped operands are viewed ungrouped."""
+        conv = ir.DictAttr(c.attributes["lamina.conv"])
+        stride = list(ir.DenseI64ArrayAttr(conv["stride"]))
+        dilation = list(ir.DenseI64ArrayAttr(conv["dilation"]))
+        groups = ir.IntegerAttr(conv["groups"]).value
+        r = len(stride)
+        x, w, init = c.operands[0], c.operands[1], c.operands[2]
+        x = _ungrouped(x)
+        w = _ungrouped(w)
+        x, padding = self._unpadded(x, r)
+        views = []
+        for v in (x, w):
+            view = self._torch_view(v)
+            views.append(view if view is not None else self._materialize(v))
+        res = c.results[0]
+        out_elem, in_elem = _elem(res.type), _elem(x.type)
+        call = (f"torch.ops.aten.convolution({views[0]}, {views[1]}, None, {stride}, {padding}, {dilation}, "
+                f"False, {[0] * r}, {groups})")
+        # (a channels-last input gives a channels-last result: the programs read it contiguous)
+        call = f"{call}.contiguous()"
+        if ir.ShapedType(res.type).rank != r + 2:   # grouped result [N, G, Fg, *O]
+            call = f"{call}.reshape({', '.join(self._launcher_sizes(res))},)"
+        if in_elem != out_elem and not self._rounded_back(res, in_elem):
+            call = f"{call}.to({T.name_to_torch_dtype(out_elem)})"
+        cname = f"c{self.contraction_count}"
+        self.contraction_count += 1
+        self.launcher.append(f"{cname} = {call}")
+        self.materialized[res] = (cname, True, None)
+        if not self._is_zero_fill(init):
+            self.accumulate_into[res] = init
+
+    def _unpadded(self, x, r: int):
+        """(source, padding) when x is lowering/convolution.py's symmetric zero padding of a
+        source (tensor.insert_slice into a linalg.fill of 0 at static offsets), else (x, 0s)."""
+        op = _owner(x)
+        if op is None or op.name != "tensor.insert_slice" or not self._is_zero_fill(op.operands[1]):
+            return x, [0] * r
+        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        src, dst = op.operands[0], op.operands[1]
+        src_shape, dst_shape = ir.ShapedType(src.type).shape, ir.ShapedType(dst.type).shape
+        if len(offsets) != r + 2 or any(o < 0 for o in offsets) or offsets[:2] != [0, 0] \
+                or any(ir.ShapedType(src.type).is_dynamic_dim(i) or ir.ShapedType(dst.type).is_dynamic_dim(i)
+                       for i in range(2, r + 2)):
+            return x, [0] * r
+        lo = offsets[2:]
+        hi = [dst_shape[2 + i] - src_shape[2 + i] - lo[i] for i in range(r)]
+        return (src, lo) if lo == hi else (x, [0] * r)
 
     def _addmm(self, c, views, cname) -> bool:
         """F.linear's bias as cuBLAS's epilogue: (A @ B) + bias[n], through roundings (the

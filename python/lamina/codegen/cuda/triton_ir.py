@@ -10,6 +10,7 @@ import re
 from mlir import ir
 
 from ...lowering.tiling import _is_contraction
+from ..conv_library import is_convolution
 
 
 _TL_TYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "f64": "tl.float64",
@@ -109,7 +110,8 @@ class _Kernel:
                 self.tensor_of_arg[op.results[0]] = self.args.index(op.operands[0])
             elif name == "bufferization.materialize_in_destination":
                 self.stores.append((op.operands[0], self.args.index(op.operands[1])))
-        self.contractions = [op for op in self.block.operations if _is_contraction(op)]
+        # contractions and convolutions run on the vendor libraries through torch (triton_emit)
+        self.contractions = [op for op in self.block.operations if _is_contraction(op) or is_convolution(op)]
 
     def arg_name(self, i: int) -> str:
         return f"a{i}"

@@ -719,6 +719,10 @@ class _ProgramBuilder:
         # the reduction is computed at the program's top level, before any lane loop that reads it
         saved_scope, saved_mask, saved_decomp = p.scope, p.current_rmask, p.decomp
         p.scope = p.root
+        # The group's decomposition folds its own index back to `xrow * L + r`; inside the
+        # reduction `r` counts the reduced lanes, so an operand indexed like the group's
+        # output (a per-channel statistic read in a reduction over the other dims) must not fold.
+        p.decomp = None
         if p.variant == "persistent":
             p.current_rmask = self._rmask(L)
             ridx = self._decompose_cached(extents)
