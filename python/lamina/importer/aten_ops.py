@@ -1014,4 +1014,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, convolution, elementwise_ops, layout_ops, logical_reductions, norms, pooling  # noqa: E402,F401
+from . import activations, attention, convolution, elementwise_ops, layout_ops, logical_reductions, norms, pooling  # noqa: E402,F401
