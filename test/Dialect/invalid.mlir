@@ -90,6 +90,22 @@ func.func @constant_type() -> tensor<3xf32> {
 
 // -----
 
+func.func @conv_wrong_size(%x: tensor<1x4x8xbf16>, %w: tensor<6x2x3xbf16>) -> tensor<1x6x3xbf16> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.convolution' op result type tensor<1x6x3xbf16> differs from the inferred tensor<1x6x2xbf16>
+  %0 = "lamina.convolution"(%x, %w) {stride = array<i64: 1>, padding = array<i64: 0, 0>, dilation = array<i64: 3>, groups = 2 : i64} : (tensor<1x4x8xbf16>, tensor<6x2x3xbf16>) -> tensor<1x6x3xbf16>
+  return %0 : tensor<1x6x3xbf16>
+}
+
+// -----
+
+func.func @conv_groups(%x: tensor<1x4x8xf32>, %w: tensor<6x3x3xf32>) -> tensor<1x6x6xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.convolution' op 4 input channels and 6 filters do not split into 2 groups of 3 channels
+  %0 = "lamina.convolution"(%x, %w) {stride = array<i64: 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x8xf32>, tensor<6x3x3xf32>) -> tensor<1x6x6xf32>
+  return %0 : tensor<1x6x6xf32>
+}
+
+// -----
+
 // An importer-style location (FX node name around the user's source line) reports the user's line.
 func.func @user_location(%a: tensor<4xf32>, %b: tensor<5xf32>) -> tensor<4xf32> {
   // CHECK: model.py:12:5: error: 'lamina.mul' op shapes
@@ -104,3 +120,4 @@ func.func @user_location(%a: tensor<4xf32>, %b: tensor<5xf32>) -> tensor<4xf32> 
 func.func @valid(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
+

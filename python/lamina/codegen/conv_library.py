@@ -158,7 +158,28 @@ def _unpadded(x: ir.Value, conv, r: int) -> tuple[ir.Value, list[int]]:
         o.operation.erase()
     if isinstance(zero, ir.Operation) and zero.name == "arith.constant" and not list(zero.results[0].uses):
         zero.erase()
+    if expand is None:   # the padded buffer is unused once the call reads the source
+        _erase_when_unused_but(alloc, buf, conv)
     return src, lo
+
+
+def _erase_when_unused_but(alloc, buf, conv) -> None:
+    """Erase the padded buffer (and its deallocs) after `conv`, its last reader, is gone:
+    recorded here, done by convolutions_to_library once the generic is erased."""
+    _dead_buffers.append((alloc, buf))
+
+
+_dead_buffers: list = []
+
+
+def _erase_dead_buffers() -> None:
+    for alloc, buf in _dead_buffers:
+        users = [u.owner for u in buf.uses]
+        if all(u.name == "memref.dealloc" for u in users):
+            for u in users:
+                u.erase()
+            alloc.erase()
+    _dead_buffers.clear()
 
 
 def _is_zero_fill(fill) -> bool:
@@ -202,7 +223,8 @@ def convolutions_to_library(module: ir.Module) -> int:
                     for v in (x, w, out)]
             params = ([r] + (stride + [1] * 3)[:3] + (dilation + [1] * 3)[:3] + (padding + [0] * 3)[:3]
                       + [groups, 0 if fill is not None else 1])
-            args += [arith.ConstantOp(i64, p).result for p in params]
+            consts = {p: arith.ConstantOp(i64, p).result for p in dict.fromkeys(params)}
+            args += [consts[p] for p in params]
             func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
         if fill is not None:
             zero = fill.operands[0].owner
@@ -210,6 +232,7 @@ def convolutions_to_library(module: ir.Module) -> int:
             if not list(zero.results[0].uses):
                 zero.erase()
         op.erase()
+    _erase_dead_buffers()
     return len(found)
 
 

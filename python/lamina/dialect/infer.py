@@ -217,7 +217,7 @@ def _convolution(name, ts, attrs):
         raise ShapeError(f"lamina.convolution needs a weight of static shape, got {w}")
     f, cg = sw[0], sw[1]
     if f % groups or (isinstance(sx[1], int) and sx[1] != cg * groups):
-        raise ShapeError(f"lamina.convolution: {sx[1]} input channels and {f} filters do not split into "
+        raise ShapeError(f"{sx[1]} input channels and {f} filters do not split into "
                          f"{groups} groups of {cg} channels")
     out = [conv_output_size(sx[2 + i], sw[2 + i], stride[i], padding[i], padding[r + i], dilation[i])
            for i in range(r)]
