@@ -532,6 +532,27 @@ def constant_from_tensor(t: torch.Tensor) -> ir.Value:
     return ops.constant(value=attr, result_type=tt)
 
 
+def constant_from_array(array, et) -> ir.Value:
+    """A lamina.constant of a numpy array (index tables computed from static sizes), in
+    type et. (numpy, not torch: converters may run under a fake-tensor mode.)"""
+    import numpy as np
+
+    array = np.ascontiguousarray(array)
+    if array.dtype == np.bool_:
+        as_int = constant_from_array(array.astype(np.int8), T.element_type("i8"))
+        return ops.ne(as_int, constant(0, "i8"))
+    native = np.float64 if array.dtype.kind == "f" else np.int64
+    array = array.astype(native)
+    src_et = T.element_type("f64" if native is np.float64 else "i64")
+    tt = T.tensor_type(list(array.shape), src_et)
+    flat = array.reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        v = constant(flat[0].item(), src_et, list(array.shape))
+    else:
+        v = ops.constant(value=ir.DenseElementsAttr.get(array, type=src_et, shape=list(array.shape)), result_type=tt)
+    return cast(v, et) if str(src_et) != str(et) else v
+
+
 def _arange(imp, node, start, step):
     tt = meta_type(node)
     et = tt.element_type
@@ -1014,4 +1035,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, attention, convolution, elementwise_ops, layout_ops, logical_reductions, norms, pooling  # noqa: E402,F401
+from . import activations, attention, convolution, elementwise_ops, index_reductions, layout_ops, logical_reductions, norms, pooling, scans  # noqa: E402,F401

@@ -11,7 +11,7 @@ import torch
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import constant, elem, rank, register, shape, slice_
+from .aten_ops import constant, elem, meta_type, rank, register, shape, slice_
 
 
 def _static_dims(dims_of):
@@ -77,3 +77,102 @@ def _constant_pad_nd(imp, node, a):
         if parts[1] is not None:
             x = ops.concat(x, parts[1], dim=d)
     return x
+
+
+# ---- repeat, diagonal, unfold -----------------------------------------------------------------
+#
+#   repeat(x, r)          x reshaped to [1, s0, 1, s1, ...], broadcast to [r0, s0, r1, s1, ...],
+#                         reshaped to [r0*s0, r1*s1, ...]
+#   diagonal(x, o, d1, d2)  d1, d2 moved last and merged; the diagonal is a strided slice of
+#                         that row (step n2 + 1) — static sizes along d1, d2
+#   unfold(x, d, size, step)  index_select of the windows' positions along d, split into
+#                         [count, size], the window dim moved last — static size along d
+
+def _repeat_check(node):
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if isinstance(x, torch.Tensor) and any(not isinstance(r, int) for r in node.args[1]):
+        return "repeat by a symbolic count (not supported yet)"
+    return None
+
+
+@register("aten.repeat.default", check=_repeat_check)
+def _repeat(imp, node, a):
+    from ..dialect import symbols as S
+
+    x = a.self
+    reps = [int(r) for r in a.repeats]
+    sizes = [1] * (len(reps) - rank(x)) + list(shape(x))
+    et = elem(x)
+    interleaved_one, interleaved = [], []
+    for r, s in zip(reps, sizes):
+        interleaved_one += [1, s]
+        interleaved += [r, s]
+    y = ops.reshape(x, result_type=T.tensor_type(interleaved_one, et)) if interleaved_one else x
+    if interleaved != interleaved_one:
+        y = ops.broadcast_to(y, result_type=T.tensor_type(interleaved, et))
+    out = [S.combine("*", r, s) for r, s in zip(reps, sizes)]
+    return ops.reshape(y, result_type=T.tensor_type(out, et))
+
+
+def _diagonal_check(node):
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(x, torch.Tensor):
+        return None
+    d1 = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim1", 0)
+    d2 = node.args[3] if len(node.args) > 3 else node.kwargs.get("dim2", 1)
+    if any(not isinstance(x.shape[d % x.dim()], int) for d in (d1, d2)):
+        return "diagonal along a symbolic dim (not supported yet)"
+    return None
+
+
+@register("aten.diagonal.default", check=_diagonal_check)
+def _diagonal(imp, node, a):
+    x = a.self
+    r = rank(x)
+    d1, d2, off = a.dim1 % r, a.dim2 % r, int(a.offset)
+    n1, n2 = shape(x)[d1], shape(x)[d2]
+    want = meta_type(node)
+    length = T.dims_of(want)[-1]
+    et = elem(x)
+    if length == 0:
+        return constant(0, et, T.dims_of(want)) if all(isinstance(s, int) for s in T.dims_of(want)) \
+            else ops.broadcast_to(constant(0, et), result_type=want)
+    rest = [i for i in range(r) if i not in (d1, d2)]
+    y = ops.transpose(x, perm=rest + [d1, d2]) if rest + [d1, d2] != list(range(r)) else x
+    lead = [shape(x)[i] for i in rest]
+    y = ops.reshape(y, result_type=T.tensor_type(lead + [n1 * n2], et))
+    start = off if off >= 0 else -off * n2
+    y = ops.slice(y, dim=len(lead), start=start, end=start + (length - 1) * (n2 + 1) + 1, step=n2 + 1)
+    return y
+
+
+def _unfold_check(node):
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if isinstance(x, torch.Tensor) and x.dim() > 0 and not isinstance(x.shape[node.args[1] % x.dim()], int):
+        return "unfold along a symbolic dim (not supported yet)"
+    return None
+
+
+@register("aten.unfold.default", check=_unfold_check)
+def _unfold(imp, node, a):
+    import numpy as np
+
+    from .aten_ops import constant_from_array
+
+    x = a.self
+    want = meta_type(node)
+    et = elem(x)
+    if rank(x) == 0:
+        return ops.reshape(x, result_type=want)
+    d = a.dimension % rank(x)
+    size, step = int(a.size), int(a.step)
+    count = T.dims_of(want)[d]
+    if count == 0 or size == 0:
+        return ops.broadcast_to(constant(0, et), result_type=want)
+    positions = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+    y = ops.index_select(x, constant_from_array(positions, T.element_type("i64")), dim=d)
+    sh = list(shape(x))
+    y = ops.reshape(y, result_type=T.tensor_type(sh[:d] + [count, size] + sh[d + 1:], et))
+    r = rank(y)
+    perm = [i for i in range(r) if i != d + 1] + [d + 1]
+    return ops.transpose(y, perm=perm) if perm != list(range(r)) else y

@@ -23,11 +23,9 @@ import math
 import numpy as np
 import torch
 
-from mlir import ir
-
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import cast, constant, elem, meta_type, rank, register, shape, slice_
+from .aten_ops import cast, constant, constant_from_array as _const, elem, meta_type, rank, register, shape, slice_
 from .convolution import _pad_dim, _zero_stuff
 
 
@@ -118,25 +116,6 @@ class _Windows:
             start = -self.p[i] + t * self.d[i]
             v = _pad_dim(v, dim, start, self.sizes[i] - (start + n))
         return v
-
-
-def _const(array: np.ndarray, et) -> object:
-    """A lamina.constant of a numpy array (computed here from static sizes), in type et.
-    (numpy, not torch: the importer may run under a fake-tensor mode.)"""
-    array = np.ascontiguousarray(array)
-    if array.dtype == np.bool_:
-        as_int = _const(array.astype(np.int8), T.element_type("i8"))
-        return ops.ne(as_int, constant(0, "i8"))
-    native = np.float64 if array.dtype.kind == "f" else np.int64
-    array = array.astype(native)
-    src_et = T.element_type("f64" if native is np.float64 else "i64")
-    tt = T.tensor_type(list(array.shape), src_et)
-    flat = array.reshape(-1)
-    if flat.size and (flat == flat[0]).all():
-        v = constant(flat[0].item(), src_et, list(array.shape))
-    else:
-        v = ops.constant(value=ir.DenseElementsAttr.get(array, type=src_et, shape=list(array.shape)), result_type=tt)
-    return cast(v, et) if str(src_et) != str(et) else v
 
 
 def _lowest(et):

@@ -1,0 +1,105 @@
+"""Scans along one dim (static size along it), composed of lamina ops as a Hillis-Steele
+prefix: log2(n) steps of `x = combine(shift(x, k), x)` for k = 1, 2, 4, ..., where shift
+moves the dim by k and fills with the combine's identity (a slice and a concat):
+
+    cumsum / cumprod            add / mul (ints in int64 as torch; f16/bf16 in f32, rounded once)
+    cummax / cummin             (value, index) pairs: the later one wins where it is >= (<=) the
+                                earlier or NaN, torch's rule, which is associative (a total order with
+                                NaN largest, ties to the later index)
+
+Every step is elementwise, so a scan is one fused kernel on both targets; floating-point sums
+add in a tree order (error O(log n) ulp, not the sequential loop's O(n)).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..dialect import ops
+from ..dialect import types as T
+from .aten_ops import cast, constant, elem, meta_type, rank, register, reshape, shape, slice_
+
+
+def _static_dim(node):
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    if isinstance(x, torch.Tensor) and x.dim() > 0 and not isinstance(x.shape[dim % x.dim()], int):
+        return "a scan along a symbolic dim (not supported yet)"
+    return None
+
+
+def _shifted(v, d: int, k: int, fill):
+    """v moved by k along d (v[i - k]), the first k entries `fill`."""
+    n = shape(v)[d]
+    head = list(shape(v))
+    head[d] = k
+    if k >= n:
+        return constant(fill, elem(v), list(shape(v)))
+    return ops.concat(constant(fill, elem(v), head), slice_(v, d, 0, n - k), dim=d)
+
+
+def _scan(values, d: int, combine, fills):
+    """Inclusive scan of a tuple of tensors along d with combine(earlier, later) -> tuple."""
+    n = shape(values[0])[d]
+    k = 1
+    while k < n:
+        earlier = tuple(_shifted(v, d, k, f) for v, f in zip(values, fills))
+        values = combine(earlier, values, k)
+        k *= 2
+    return values
+
+
+@register("aten.cumsum.default", "aten.cumprod.default", check=_static_dim)
+def _cumsum_cumprod(imp, node, a):
+    is_sum = node.target is torch.ops.aten.cumsum.default
+    want = meta_type(node)
+    et = want.element_type
+    acc = T.element_type("f32") if str(et) in ("f16", "bf16") else et
+    x = cast(a.self, acc)
+    if rank(x) == 0:
+        return cast(x, et)
+    d = a.dim % rank(x)
+    if shape(x)[d] == 0:
+        return cast(x, et)
+    op = ops.add if is_sum else ops.mul
+    identity = 0 if is_sum else 1
+    if T.is_bool(acc):
+        identity = bool(identity)
+    (out,) = _scan((x,), d, lambda e, l, k: (op(e[0], l[0]),), (identity,))
+    return cast(out, et)
+
+
+def _register_cum_extreme(name: str, largest: bool):
+    @register(f"aten.{name}.default", check=_static_dim)
+    def _cum_extreme(imp, node, a):
+        x = a.self
+        i64 = T.element_type("i64")
+        if rank(x) == 0:
+            return x, constant(0, i64)
+        d = a.dim % rank(x)
+        n = shape(x)[d]
+        if n == 0:
+            return x, ops.broadcast_to(constant(0, i64), result_type=T.with_element_type(x.type, i64))
+        iota = ops.iota(result_type=T.tensor_type([n], i64))
+        idx = ops.broadcast_to(reshape(iota, T.tensor_type([n if i == d else 1 for i in range(rank(x))], i64)),
+                               result_type=T.with_element_type(x.type, i64))
+        et = elem(x)
+        lowest = (-math.inf if largest else math.inf) if T.is_float(et) else \
+            (False if T.is_bool(et) else (-(2 ** 63) if largest else 2 ** 63 - 1))
+
+        def combine(earlier, later, k):
+            (ve, ie), (vl, il) = earlier, later
+            better = ops.ge(vl, ve) if largest else ops.le(vl, ve)
+            if T.is_float(et):
+                better = ops.logical_or(better, ops.ne(vl, vl))
+                # an earlier NaN stays unless the later one is NaN too
+                better = ops.logical_and(better, ops.logical_or(ops.eq(ve, ve), ops.ne(vl, vl)))
+            return ops.where(better, vl, ve), ops.where(better, il, ie)
+
+        values, indices = _scan((x, idx), d, combine, (lowest, -1))
+        return values, indices
+
+
+_register_cum_extreme("cummax", True)
+_register_cum_extreme("cummin", False)
