@@ -92,3 +92,102 @@ def _flash_backward(imp, node, a):
     dq = ops.mul(ops.matmul(ds, k), constant(scale, acc))
     dk = ops.mul(ops.matmul(_t(ds), q), constant(scale, acc))
     return tuple(cast(g, meta_type(node, i).element_type) for i, g in enumerate((dq, dk, dv)))
+
+
+# ---- the fused eval paths of nn.TransformerEncoderLayer / nn.MultiheadAttention ----------------
+#
+# Under torch.no_grad() in eval mode, nn.TransformerEncoderLayer and nn.MultiheadAttention
+# call one fused op each (their "fast path"); composed here of the same lamina ops as the
+# unfused modules: linear = x @ W^T + b, heads split/merged by reshape + transpose,
+# softmax(q k^T / sqrt(d)) v, layer norms in f32 for f16/bf16 inputs.
+
+def _no_mask(node):
+    mask = node.kwargs.get("mask")
+    names = [a.name for a in node.target._schema.arguments]
+    if mask is None and "mask" in names and len(node.args) > names.index("mask"):
+        mask = node.args[names.index("mask")]
+    return "a fused attention fast path with a mask (not supported yet)" if mask is not None else None
+
+
+def _linear(x, w, b):
+    y = ops.matmul(x, _t(w))
+    return ops.add(y, cast(b, elem(y))) if b is not None else y
+
+
+def _layer_norm(x, w, b, eps):
+    r = rank(x)
+    mean = ops.reduce_mean(x, dims=[r - 1], keepdim=True)
+    var = ops.var(x, dims=[r - 1], keepdim=True, correction=0.0)
+    y = ops.mul(ops.sub(x, mean), ops.rsqrt(ops.add(var, constant(eps, elem(x)))))
+    return ops.add(ops.mul(y, cast(w, elem(x))), cast(b, elem(x)))
+
+
+def _self_attention(q_in, k_in, v_in, embed_dim: int, heads: int, qkv_w, qkv_b, proj_w, proj_b, acc):
+    """Multi-head attention of [B, L, E] inputs (a 2-D input is one batch)."""
+    unbatched = rank(q_in) == 2
+    if unbatched:
+        q_in, k_in, v_in = (ops.reshape(t, result_type=T.tensor_type([1] + shape(t), elem(t))) for t in (q_in, k_in, v_in))
+    e, d = embed_dim, embed_dim // heads
+    w = cast(qkv_w, acc)
+    bvec = cast(qkv_b, acc) if qkv_b is not None else None
+
+    def project(x, i):
+        wi = ops.slice(w, dim=0, start=i * e, end=(i + 1) * e, step=1)
+        bi = ops.slice(bvec, dim=0, start=i * e, end=(i + 1) * e, step=1) if bvec is not None else None
+        y = _linear(x, wi, bi)
+        b, length = shape(y)[0], shape(y)[1]
+        y = ops.reshape(y, result_type=T.tensor_type([b, length, heads, d], acc))
+        return ops.transpose(y, perm=[0, 2, 1, 3])
+
+    q, k, v = project(q_in, 0), project(k_in, 1), project(v_in, 2)
+    s = ops.mul(ops.matmul(q, _t(k)), constant(1.0 / math.sqrt(d), acc))
+    p = ops.softmax(s, dim=3)
+    o = ops.transpose(ops.matmul(p, v), perm=[0, 2, 1, 3])
+    b, length = shape(o)[0], shape(o)[1]
+    o = ops.reshape(o, result_type=T.tensor_type([b, length, e], acc))
+    out = _linear(o, cast(proj_w, acc), proj_b)
+    if unbatched:
+        out = ops.reshape(out, result_type=T.tensor_type(shape(out)[1:], acc))
+    return out, p
+
+
+@register("aten._transformer_encoder_layer_fwd.default", check=_no_mask)
+def _encoder_layer(imp, node, a):
+    want = meta_type(node)
+    acc = T.element_type("f32") if str(want.element_type) in ("f16", "bf16") else want.element_type
+    x = cast(a.src, acc)
+
+    def sa(h):
+        return _self_attention(h, h, h, a.embed_dim, a.num_heads, a.qkv_weight, a.qkv_bias, a.proj_weight,
+                               a.proj_bias, acc)[0]
+
+    def ff(h):
+        h = _linear(h, cast(a.ffn_weight_1, acc), a.ffn_bias_1)
+        h = ops.gelu(h, approximate="none") if a.use_gelu else ops.relu(h)
+        return _linear(h, cast(a.ffn_weight_2, acc), a.ffn_bias_2)
+
+    if a.norm_first:
+        x = ops.add(x, sa(_layer_norm(x, a.norm_weight_1, a.norm_bias_1, a.eps)))
+        x = ops.add(x, ff(_layer_norm(x, a.norm_weight_2, a.norm_bias_2, a.eps)))
+    else:
+        x = _layer_norm(ops.add(x, sa(x)), a.norm_weight_1, a.norm_bias_1, a.eps)
+        x = _layer_norm(ops.add(x, ff(x)), a.norm_weight_2, a.norm_bias_2, a.eps)
+    return cast(x, want.element_type)
+
+
+@register("aten._native_multi_head_attention.default", check=_no_mask)
+def _multi_head_attention(imp, node, a):
+    want = meta_type(node, 0)
+    acc = T.element_type("f32") if str(want.element_type) in ("f16", "bf16") else want.element_type
+    q, k, v = (cast(t, acc) for t in (a.query, a.key, a.value))
+    out, p = _self_attention(q, k, v, a.embed_dim, a.num_head, a.qkv_weight, a.qkv_bias, a.proj_weight,
+                             a.proj_bias, acc)
+    weights_want = meta_type(node, 1)
+    if not a.need_weights:
+        weights = constant(0, weights_want.element_type, T.dims_of(weights_want))
+    else:
+        if a.average_attn_weights:
+            p = ops.reduce_mean(p, dims=[1], keepdim=False)
+        weights = ops.reshape(cast(p, weights_want.element_type), result_type=weights_want) \
+            if T.dims_of(weights_want) != shape(p) else cast(p, weights_want.element_type)
+    return cast(out, want.element_type), weights

@@ -59,3 +59,25 @@ def test_train_forward_backward(name):
     for (n, b), (_, c) in zip(model.named_buffers(), ref.named_buffers()):
         torch.testing.assert_close(b, c, **TOL, msg=lambda m: f"{n}: {m}")
     assert all(r["fallback_ops"] == [] for r in lamina_backend.reports()[-2:])
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_transformer_encoder_fast_path(norm_first, activation):
+    """nn.TransformerEncoderLayer / nn.MultiheadAttention in eval under no_grad run one fused
+    op each (_transformer_encoder_layer_fwd, _native_multi_head_attention)."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, norm_first=norm_first,
+                                             activation=activation).eval()
+    x = torch.randn(2, 5, 32)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(layer, backend="lamina", options={"strict": True})(x), layer(x),
+                                   rtol=1e-5, atol=1e-5)
+        mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+        fn = lambda x: mha(x, x, x, need_weights=True)   # noqa: E731
+        torch._dynamo.reset()
+        out, weights = torch.compile(fn, backend="lamina", options={"strict": True})(x)
+        ref, ref_weights = fn(x)
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(weights, ref_weights, rtol=1e-5, atol=1e-6)
