@@ -338,6 +338,17 @@ irdl.dialect @lamina {
     %result = irdl.base "!builtin.tensor"
     irdl.results(result: %result)
   }
+  // random_uniform(seed): uniform floats in [0, 1) of the result's shape and (float) element
+  // type: element i is Philox4x32-10 of the counter offset + i (row-major) under the key
+  // `seed` (a rank-0 i64 tensor), its top 24 bits scaled by 2^-24
+  irdl.operation @random_uniform {
+    %seed = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %offset_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "offset" = %offset_attr }
+    irdl.operands(seed: %seed)
+    irdl.results(result: %result)
+  }
   // size(n): a symbolic size (an index value) as a rank-0 i64 tensor, where a size is
   // used as a value (x / math.sqrt(x.shape[-1]) under dynamic shapes)
   irdl.operation @size {

@@ -26,7 +26,7 @@ from .. import dialect
 from ..codegen.target import supported_devices, target_devices, target_for_devices
 from ..importer import LaminaOperatorSupport, import_graph, source_line, unsupported_nodes
 from ..pipeline import compile_module
-from . import report
+from . import report, rng
 from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaUnsupportedError
 from .options import Options
 
@@ -200,6 +200,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     name = f"graph_{next(_graph_ids)}_{kind}"
     if options.target is None:   # the target of the device the inputs live on
         options = dataclasses.replace(options, target=target_for_devices(_input_devices(example_inputs)))
+    # random ops read a seed input the returned callable draws from torch's generator (rng.py)
+    rng_device = next(iter(sorted(_input_devices(example_inputs))), "cpu")
+    gm, example_inputs, needs_seed = rng.add_seed_input(gm, example_inputs, rng_device)
     all_ops = _aten_nodes(gm)
     entry = {"graph": name, "target": options.target, "ops_total": len(all_ops), "ops_compiled": 0,
              "fallback_ops": [], "kernels": 0, "compile_s": 0.0, "partitions": 0}
@@ -227,7 +230,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     entry["compile_s"] = round(time.perf_counter() - t0, 4)
     entry["fallback_ops"] = sorted(set(entry["fallback_ops"]))
     report.record(entry, options.report)
-    return runnable
+    return rng.seeded(runnable, rng_device) if needs_seed else runnable
 
 
 def _compile_whole(gm, name, options, entry):

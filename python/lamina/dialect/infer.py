@@ -36,7 +36,7 @@ COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_BINARY_OPS = ("logical_and", "logical_or", "logical_xor")
 BITWISE_BINARY_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor")
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "var")
-RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota", "size")
+RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota", "size", "random_uniform")
 
 
 def rule(*names):
@@ -319,6 +319,11 @@ def check_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict, r
             raise ShapeError("lamina.iota result must be rank 1")
         elif op_name == "size" and (r.rank != 0 or str(r.element_type) != "i64"):
             raise ShapeError("lamina.size result must be tensor<i64>")
+        elif op_name == "random_uniform":
+            seed = ir.RankedTensorType(operand_types[0])
+            if seed.rank != 0 or str(seed.element_type) != "i64" or not T.is_float(r.element_type):
+                raise ShapeError(f"lamina.random_uniform takes a tensor<i64> seed and gives floats, got "
+                                 f"{operand_types[0]} -> {r}")
         if op_name in ("reshape", "broadcast_to") and str(r.element_type) != str(ir.RankedTensorType(operand_types[0]).element_type):
             raise ShapeError(f"lamina.{op_name} cannot change the element type")
         return

@@ -226,7 +226,9 @@ def _users_ignore_value(node) -> str | None:
     """empty-like sources are only safe when every user reads just their shape."""
     shape_only = {_resolve(n) for n in ("aten.full_like.default", "aten.zeros_like.default",
                                          "aten.ones_like.default", "aten.empty_like.default",
-                                         "aten.fill.Scalar")}
+                                         "aten.fill.Scalar", "aten.uniform.default", "aten.bernoulli.p",
+                                         "aten.rand_like.default", "aten.randn_like.default",
+                                         "aten.randint_like.default", "aten.randint_like.low_dtype")}
     for u in node.users:
         if u.target not in shape_only or u.args[0] is not node:
             return f"uninitialized tensor ({node.target}) whose value is read by {u.name}"
@@ -1035,4 +1037,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, attention, convolution, elementwise_ops, index_reductions, layout_ops, logical_reductions, norms, pooling, scans  # noqa: E402,F401
+from . import activations, attention, convolution, elementwise_ops, index_reductions, layout_ops, logical_reductions, norms, pooling, random_ops, scans  # noqa: E402,F401

@@ -1244,3 +1244,4 @@ def run(module: ir.Module, **options) -> None:
 
 # Op families in modules of their own (they register into _LOWERINGS on import).
 from . import convolution  # noqa: E402,F401
+from . import random  # noqa: E402,F401
