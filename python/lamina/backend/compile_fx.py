@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import operator
+import sys
 import time
 import warnings
 
@@ -177,6 +178,17 @@ def _strided_placeholders(gm: torch.fx.GraphModule) -> set[int]:
 
 def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     """Import and compile a fully supported graph; returns (callable, CompileResult)."""
+    # Code generators walk expressions recursively: a pooling window of 64 taps is a chain of
+    # a few hundred values, past Python's default limit of 1000 frames.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10000))
+    try:
+        return _compile_graph_module(gm, name, options)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     ctx = dialect.make_context()
     with ctx:
         imported = import_graph(gm, ctx, name=name)

@@ -191,3 +191,74 @@ def _multi_head_attention(imp, node, a):
         weights = ops.reshape(cast(p, weights_want.element_type), result_type=weights_want) \
             if T.dims_of(weights_want) != shape(p) else cast(p, weights_want.element_type)
     return cast(out, want.element_type), weights
+
+
+# ---- the CUDA memory-efficient attention ops (fp32 SDPA in training graphs on a GPU) ------------
+#
+# Their logsumexp is padded (to a multiple of 32 queries) and they return the dropout RNG
+# state: the forward gives the padded lse (zeros after the real queries) and zero RNG outputs
+# (dropout must be 0), the backward recomputes the probabilities from q and k instead of
+# reading the lse.
+
+def _no_efficient_dropout(node):
+    names = [a.name for a in node.target._schema.arguments]
+    i = names.index("dropout_p")
+    p = node.args[i] if len(node.args) > i else node.kwargs.get("dropout_p", 0.0)
+    return "attention dropout (dropout_p > 0)" if p else None
+
+
+class _Args(dict):
+    __getattr__ = dict.get
+
+
+def _probabilities(q, k, a, acc):
+    s, scale = _scores(q, k, _Args(scale=a.scale, is_causal=a.is_causal, attn_mask=a.attn_bias), acc)
+    return ops.softmax(s, dim=rank(s) - 1), s, scale
+
+
+@register("aten._scaled_dot_product_efficient_attention.default", check=_no_efficient_dropout)
+def _efficient_forward(imp, node, a):
+    acc = _acc(a.query)
+    q, k, v = (cast(t, acc) for t in (a.query, a.key, a.value))
+    p, s, _ = _probabilities(q, k, a, acc)
+    out = cast(ops.matmul(p, v), meta_type(node, 0).element_type)
+    r = rank(s)
+    m = ops.reduce_max(s, dims=[r - 1], keepdim=True)
+    lse = ops.add(m, ops.log(ops.reduce_sum(ops.exp(ops.sub(s, m)), dims=[r - 1], keepdim=True)))
+    lse = ops.reshape(lse, result_type=T.tensor_type(shape(lse)[:-1], acc))
+    want = meta_type(node, 1)
+    dims = T.dims_of(want)
+    if dims != shape(lse):
+        if any(not isinstance(d, int) for d in dims + shape(lse)) or dims[:-1] != shape(lse)[:-1]:
+            raise NotImplementedError(f"efficient attention logsumexp of shape {dims}")
+        pad = list(dims)
+        pad[-1] = dims[-1] - shape(lse)[-1]
+        lse = ops.concat(lse, constant(0.0, acc, pad), dim=len(dims) - 1) if pad[-1] > 0 else lse
+    rest = [constant(0, meta_type(node, i).element_type, T.dims_of(meta_type(node, i))) for i in (2, 3)]
+    return (out, cast(lse, want.element_type), *rest)
+
+
+@register("aten._scaled_dot_product_efficient_attention_backward.default", check=_no_efficient_dropout)
+def _efficient_backward(imp, node, a):
+    acc = _acc(a.query)
+    q, k, v, o, do = (cast(t, acc) for t in (a.query, a.key, a.value, a.out, a.grad_out_))
+    p, s, scale = _probabilities(q, k, a, acc)
+    r = rank(s)
+    dv = ops.matmul(_t(p), do)
+    dp = ops.matmul(do, _t(v))
+    d = ops.reduce_sum(ops.mul(do, o), dims=[r - 1], keepdim=True)
+    ds = ops.mul(p, ops.sub(dp, d))
+    dq = ops.mul(ops.matmul(ds, k), constant(scale, acc))
+    dk = ops.mul(ops.matmul(_t(ds), q), constant(scale, acc))
+    mask = list(a.grad_input_mask)
+    grads = [dq, dk, dv]
+    outs = [cast(g, meta_type(node, i).element_type) if mask[i] else None for i, g in enumerate(grads)]
+    bias_grad = None
+    if len(mask) > 3 and mask[3] and a.attn_bias is not None:
+        want = meta_type(node, 3)
+        dims = T.dims_of(want)
+        lead = rank(ds) - len(dims)
+        summed = [i for i in range(rank(ds)) if i < lead or dims[i - lead] == 1 and shape(ds)[i] != 1]
+        g = ops.reduce_sum(ds, dims=summed, keepdim=True) if summed else ds
+        bias_grad = cast(ops.reshape(g, result_type=T.with_element_type(want, acc)), want.element_type)
+    return (*outs, bias_grad)
