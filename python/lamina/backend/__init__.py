@@ -50,6 +50,12 @@ def _inference_graph(gm, example_inputs, decompositions):
                                             decompositions=decompositions)
     except Exception:  # noqa: BLE001 - mutation, aliasing, pytree I/O, or anything export cannot
         return None    # trace: AOTAutograd's path (with its own fallbacks) takes the graph
+    # Ops with side effects (linalg's error checks) get effect tokens: an extra input and
+    # output that AOTAutograd's runtime threads through; this path has no such runtime.
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs) or any(
+            n.op == "call_function" and n.target is torch.ops.higher_order.with_effects for n in graph.graph.nodes):
+        return None
     # Export keeps dtype/device asserts that dynamo's guards already ensure; AOTAutograd drops them too.
     for node in list(graph.graph.nodes):
         if node.op == "call_function" and node.target is torch.ops.aten._assert_tensor_metadata.default:
