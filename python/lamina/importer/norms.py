@@ -174,3 +174,33 @@ def _group_norm(imp, node, a):
     if a.bias is not None:
         y = ops.add(y, _per_channel(a.bias, r, acc))
     return (cast(y, out_et), _stat_out(mean, node, 1), _stat_out(rstd, node, 2))
+
+
+# ---- cdist -------------------------------------------------------------------------------------
+
+@register("aten._cdist_forward.default")
+def _cdist(imp, node, a):
+    """||x1[..., i, :] - x2[..., j, :]||_p by broadcasting the difference (torch's direct
+    path; its matrix-product path for p = 2 on large inputs rounds differently, within
+    float tolerance)."""
+    want = meta_type(node)
+    et = want.element_type
+    x1, x2 = cast(a.x1, et), cast(a.x2, et)
+    s1, s2 = T.dims_of(x1.type), T.dims_of(x2.type)
+    r = len(s1)
+    d1 = ops.reshape(x1, result_type=T.tensor_type(s1[:-1] + [1, s1[-1]], et))
+    d2 = ops.reshape(x2, result_type=T.tensor_type(s2[:-2] + [1] + s2[-2:], et))
+    diff = ops.abs(ops.sub(d1, d2))
+    p = float(a.p)
+    dim = [r]
+    if p == 0.0:
+        out = ops.reduce_sum(ops.cast(ops.ne(diff, constant(0, et)), result_type=diff.type), dims=dim, keepdim=False)
+    elif math.isinf(p):
+        out = ops.reduce_max(diff, dims=dim, keepdim=False)
+    elif p == 1.0:
+        out = ops.reduce_sum(diff, dims=dim, keepdim=False)
+    elif p == 2.0:
+        out = ops.sqrt(ops.reduce_sum(ops.mul(diff, diff), dims=dim, keepdim=False))
+    else:
+        out = ops.pow(ops.reduce_sum(ops.pow(diff, constant(p, et)), dims=dim, keepdim=False), constant(1.0 / p, et))
+    return out if out.type == want else ops.reshape(out, result_type=want)

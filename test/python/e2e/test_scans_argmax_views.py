@@ -82,3 +82,12 @@ def test_backward_through_repeat_and_cumsum():
     torch.compile(fn, backend="lamina", options={"strict": True})(x).backward()
     fn(xr).backward()
     torch.testing.assert_close(x.grad, xr.grad)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, float("inf")])
+def test_cdist(p):
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(2, 5, 4, generator=g), torch.randn(2, 7, 4, generator=g)
+    fn = lambda a, b: torch.cdist(a, b, p=p)   # noqa: E731
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(fn, backend="lamina", options={"strict": True})(a, b), fn(a, b))
