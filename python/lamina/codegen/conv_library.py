@@ -254,11 +254,9 @@ _ELEM_BYTES = {"f32": 4, "f64": 8, "bf16": 2, "f16": 2}
 
 
 def _library_available() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
 
 
 def _tensor(arg, elem: str):

@@ -34,8 +34,6 @@ def _static_spatial(r: int):
         x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
         if isinstance(x, torch.Tensor) and any(not isinstance(d, int) for d in x.shape[-r:]):
             return "pooling over a symbolic spatial size (not supported yet)"
-        if isinstance(x, torch.Tensor) and x.numel() == 0:
-            return None
         return None
     return check
 
@@ -134,7 +132,6 @@ def _max_pool_forward(x, windows, index_et):
     et = elem(x)
     out_shape = shape(x)[:rank(x) - windows.r] + windows.out
     best = constant(_lowest(et), et, out_shape)
-    first_valid = None
     taps = list(windows.taps())
     # index of the first valid tap (ATen starts from the window's first in-bounds position)
     init = np.zeros(windows.out, dtype=np.int64)
@@ -155,8 +152,6 @@ def _max_pool_forward(x, windows, index_et):
             take = ops.logical_and(take, _const(valid, T.element_type("i1")))
         best = ops.where(take, v, best)
         idx = ops.where(take, _const(windows.flat_index(tap), index_et), idx)
-        first_valid = True
-    del first_valid
     return best, idx
 
 

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from ..dialect import ops
 from ..dialect import symbols as S
 from ..dialect import types as T
-from .aten_ops import cast, constant, elem, meta_type, register, shape
+from .aten_ops import cast, constant, elem, meta_type, register
 
 SEED_INPUT = "lamina_rng_seed"
 # Counter ranges of symbolic-size random tensors are this far apart.
@@ -132,5 +130,3 @@ def _randint(imp, node, a):
     v = ops.floor(ops.mul(u, constant(float(high - low), f64)))
     return cast(ops.add(v, constant(float(low), f64)), want.element_type)
 
-
-_ = (shape, torch)

@@ -39,7 +39,6 @@ def _pad(x: ir.Value, lo: list[int], hi: list[int]) -> ir.Value:
     if not any(lo) and not any(hi):
         return x
     sh = _shape(x)
-    r = len(lo)
     et = _rt(x).element_type
     dyn = [_dim(x, i) if s is None else None for i, s in enumerate(sh)]
     sizes, grown = [], []

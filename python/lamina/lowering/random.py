@@ -11,7 +11,7 @@ times 2^-24: [0, 1), every value a multiple of 2^-24.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, linalg
+from mlir.dialects import arith
 
 from lamina.dialect import ops
 
@@ -74,5 +74,3 @@ def _lower_random_uniform(op: ir.Operation) -> ir.Value:
 
     return _generic([seed], [init], [scalar, identity], ["parallel"] * rank, body)[0]
 
-
-_ = linalg
