@@ -302,6 +302,22 @@ irdl.dialect @lamina {
     irdl.operands(lhs: %lhs, rhs: %rhs)
     irdl.results(result: %result)
   }
+  // bitwise_left_shift / bitwise_right_shift(lhs, rhs): integers, torch's rules for shift
+  // amounts outside [0, bits): a left shift gives 0, a right shift fills with the sign
+  irdl.operation @bitwise_left_shift {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  irdl.operation @bitwise_right_shift {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
   // bitwise_not(input): every bit flipped (integers; bools: logical not)
   irdl.operation @bitwise_not {
     %input = irdl.base "!builtin.tensor"

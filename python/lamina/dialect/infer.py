@@ -35,6 +35,7 @@ ARITH_BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_BINARY_OPS = ("logical_and", "logical_or", "logical_xor")
 BITWISE_BINARY_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor")
+SHIFT_OPS = ("bitwise_left_shift", "bitwise_right_shift")
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "var")
 RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota", "size", "random_uniform")
 
@@ -129,12 +130,12 @@ def _arith_binary(name, ts, attrs):
     return T.tensor_type(shape, elem)
 
 
-@rule(*BITWISE_BINARY_OPS)
+@rule(*BITWISE_BINARY_OPS, *SHIFT_OPS)
 def _bitwise_binary(name, ts, attrs):
     shape = broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1]))
     elem = T.promote([_elem_rank(t) for t in ts])
-    if T.is_float(elem):
-        raise ShapeError(f"{name} takes integers or bools, got {elem}")
+    if T.is_float(elem) or (name in SHIFT_OPS and T.is_bool(elem)):
+        raise ShapeError(f"{name} takes integers{'' if name in SHIFT_OPS else ' or bools'}, got {elem}")
     return T.tensor_type(shape, elem)
 
 

@@ -7,9 +7,12 @@
 """
 from __future__ import annotations
 
+import torch
+from mlir import ir
+
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import constant, elem, register
+from .aten_ops import cast, constant, elem, meta_type, register
 
 
 @register("aten.sign.default")
@@ -45,3 +48,27 @@ def _round_decimals(imp, node, a):
     if d > 0:
         return ops.div(ops.round(ops.mul(x, scale)), scale)
     return ops.mul(ops.round(ops.div(x, scale)), scale)
+
+
+def _integer_shift(node):
+    val = node.meta.get("val")
+    if val is not None and (val.dtype.is_floating_point or val.dtype == torch.bool):
+        return f"a shift of {val.dtype} values (torch scales floats by powers of 2; not supported)"
+    return None
+
+
+def _shift(left: bool):
+    def conv(imp, node, a):
+        want = meta_type(node).element_type
+        x = a.self if isinstance(a.self, ir.Value) else constant(a.self, want)
+        y = a.other if isinstance(a.other, ir.Value) else constant(a.other, want)
+        return getattr(ops, "bitwise_left_shift" if left else "bitwise_right_shift")(cast(x, want), cast(y, want))
+    return conv
+
+
+register("aten.__lshift__.Scalar", "aten.__lshift__.Tensor", "aten.bitwise_left_shift.Tensor",
+         "aten.bitwise_left_shift.Tensor_Scalar", "aten.bitwise_left_shift.Scalar_Tensor",
+         check=_integer_shift)(_shift(True))
+register("aten.__rshift__.Scalar", "aten.__rshift__.Tensor", "aten.bitwise_right_shift.Tensor",
+         "aten.bitwise_right_shift.Tensor_Scalar", "aten.bitwise_right_shift.Scalar_Tensor",
+         check=_integer_shift)(_shift(False))

@@ -473,6 +473,25 @@ def _lower_bitwise(op: ir.Operation) -> ir.Value:
     return _elementwise(list(op.operands), rt, lambda x, y: fn(convert(x, ct), convert(y, ct)))
 
 
+@lowering(*infer.SHIFT_OPS)
+def _lower_shift(op: ir.Operation) -> ir.Value:
+    """x << s: 0 where s is outside [0, bits); x >> s (arithmetic): s clamped to bits - 1
+    there (the sign fills the result), as torch computes shifts."""
+    left = op.name.endswith("left_shift")
+    rt = _rt(op.results[0])
+    ct = rt.element_type
+    bits = _width(ct)
+
+    def shift(x, y):
+        x, s = convert(x, ct), convert(y, ct)
+        inside = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, s, _const(ct, 0)),
+                            arith.cmpi(arith.CmpIPredicate.slt, s, _const(ct, bits)))
+        if left:
+            return arith.select(inside, arith.shli(x, s), _const(ct, 0))
+        return arith.shrsi(x, arith.select(inside, s, _const(ct, bits - 1)))
+    return _elementwise(list(op.operands), rt, shift)
+
+
 @lowering("bitwise_not")
 def _lower_bitwise_not(op: ir.Operation) -> ir.Value:
     rt = _rt(op.results[0])

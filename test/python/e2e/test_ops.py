@@ -218,6 +218,11 @@ case("bitwise[int]", lambda a, c, s, i32: (a & c, a | 6, a ^ c, ~a, ~s, (s & a) 
      randint(-20, 20, 4, 6), randint(-5, 5, 4, 6, seed=1), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2),
      randint(-9, 9, 6, dtype=torch.int32, seed=3))
 case("bitwise[bool]", lambda a, c: (a & c, a | c, a ^ c, ~a), randn(4, 6) > 0, transposed(4, 6) > 0)
+# shifts: amounts outside [0, bits) give 0 (left) or the sign (right), as torch; int8 to int64
+case("shift[int]", lambda a, s, b8, i32: (a << s, a >> s, a << 3, a >> 2, torch.bitwise_left_shift(b8, 2),
+                                         b8 >> 9, i32 << 5, torch.bitwise_right_shift(i32, 70)),
+     randint(-1000, 1000, 4, 6), randint(-3, 70, 4, 6, seed=1), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2),
+     randint(-9, 9, 6, dtype=torch.int32, seed=3))
 # elu / selu / celu (importer/activations.py) and linalg_vector_norm for every p (importer/norms.py)
 case("activation[elu_selu_celu]", lambda x: (F.elu(x), F.elu(x, 0.5), F.selu(x), F.celu(x, 1.5)), sliced(4, 6))
 case("norm[vector_norm]", lambda x: (torch.linalg.vector_norm(x, dim=1), torch.linalg.vector_norm(x),
