@@ -320,6 +320,24 @@ def _add_helpers(module: ir.Module, elem: str) -> None:
         at_end.insert(op.operation.detach_from_parent())
 
 
+def is_zero_fill(fill) -> bool:
+    """A linalg.fill of the constant +0.0 (a -0.0 fill is not an empty accumulator)."""
+    value = fill.operands[0]
+    owner = value.owner if isinstance(value, ir.OpResult) else None
+    if owner is None or owner.name != "arith.constant":
+        return False
+    attr = owner.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0 and not str(attr).startswith("-")
+
+
+def erase_fill(fill) -> None:
+    """Erase a fill a library call replaces, and its constant once nothing else uses it."""
+    zero = fill.operands[0].owner
+    fill.operation.erase()
+    if not isinstance(zero, ir.Block) and zero.name == "arith.constant" and not list(zero.results[0].uses):
+        zero.erase()
+
+
 def _zero_fill_before(op, dest) -> object | None:
     """The linalg.fill of 0 into exactly `dest` right before `op` (BLAS's beta = 0 replaces it)."""
     block = op.operation.block
@@ -330,13 +348,7 @@ def _zero_fill_before(op, dest) -> object | None:
         prev = o
     if prev is None or prev.operation.name != "linalg.fill" or prev.operands[1] != dest:
         return None
-    value = prev.operands[0]
-    owner = value.owner if isinstance(value, ir.OpResult) else None
-    if owner is None or owner.name != "arith.constant":
-        return None
-    attr = owner.attributes["value"]
-    return prev if isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0 and \
-        not str(attr).startswith("-") else None
+    return prev if is_zero_fill(prev) else None
 
 
 def _transposed_view(v: ir.Value) -> ir.Value:
@@ -417,10 +429,7 @@ def contractions_to_blas(module: ir.Module) -> int:
             callee = "lamina_batch_gemm_" + elem if op.name == "linalg.batch_matmul" else "lamina_gemm_" + elem
             func.CallOp([], ir.FlatSymbolRefAttr.get(callee), args + [beta])
         if fill is not None:
-            zero = fill.operands[0].owner
-            fill.operation.erase()
-            if not list(zero.results[0].uses):
-                zero.erase()
+            erase_fill(fill)
         op.erase()
     return len(ops)
 

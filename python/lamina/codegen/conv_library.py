@@ -32,7 +32,7 @@ from mlir import ir
 
 from ..transforms.fusion import contraction_flops
 from ..transforms.registry import register_pass
-from .blas import CONTRACTION, _zero_fill_before, is_library
+from .blas import CONTRACTION, _zero_fill_before, erase_fill, is_library, is_zero_fill
 
 CONV_ATTR = "lamina.conv"
 # The library call costs ~20-30 us (torch's dispatch through the callback); the loop nest runs
@@ -118,17 +118,18 @@ def _static_offsets(subview) -> list[int] | None:
     return None if any(o == ir.ShapedType.get_dynamic_stride_or_offset() for o in offsets) else offsets
 
 
-def _unpadded(x: ir.Value, conv, r: int) -> tuple[ir.Value, list[int]]:
+def _unpadded(x: ir.Value, conv, r: int) -> tuple[ir.Value, list[int], tuple | None]:
     """Fold lowering/convolution.py's zero padding into the library call, as BLAS folds a
     transpose into 'T': when `x` (or its grouped expand_shape) is a local buffer that is
     only filled with 0, gets the input copied into its interior, and is read by `conv`,
-    return the input itself and the padding (symmetric, static), and erase the padded
-    copy. Otherwise `x` and no padding."""
+    return the input itself, the padding (symmetric, static) and the padded buffer, whose
+    fill and copy are erased (the buffer goes once `conv` is: _erase_unused_buffers).
+    Otherwise `x`, no padding and no buffer."""
     expand = x.owner if isinstance(x, ir.OpResult) and x.owner.name == "memref.expand_shape" else None
     buf = expand.operands[0] if expand is not None else x
     alloc = buf.owner if isinstance(buf, ir.OpResult) else None
     if alloc is None or alloc.name not in ("memref.alloc", "memref.alloca"):
-        return x, []
+        return x, [], None
     fills, copies, others = [], [], []
     for use in buf.uses:
         user = use.owner
@@ -140,55 +141,35 @@ def _unpadded(x: ir.Value, conv, r: int) -> tuple[ir.Value, list[int]]:
             copies.append(user)
         elif user.name != "memref.dealloc" and user != (expand if expand is not None else conv):
             others.append(user)
-    if len(fills) != 1 or len(copies) != 1 or others or not _is_zero_fill(fills[0]):
-        return x, []
+    if len(fills) != 1 or len(copies) != 1 or others or not is_zero_fill(fills[0]):
+        return x, [], None
     subview = copies[0]
     copy = list(subview.results[0].uses)[0].owner
     src = copy.operands[0]
     offsets = _static_offsets(subview)
     src_t, buf_t = ir.MemRefType(src.type), ir.MemRefType(buf.type)
     if offsets is None or any(o != 0 for o in offsets[:2]) or not src_t.has_static_shape or not buf_t.has_static_shape:
-        return x, []
+        return x, [], None
     lo = offsets[2:]
     hi = [buf_t.shape[2 + i] - lo[i] - src_t.shape[2 + i] for i in range(r)]
     if lo != hi:
-        return x, []   # the library pads symmetrically
-    zero = fills[0].operands[0].owner
-    for o in (copy, subview, fills[0]):
-        o.operation.erase()
-    if isinstance(zero, ir.Operation) and zero.name == "arith.constant" and not list(zero.results[0].uses):
-        zero.erase()
-    if expand is None:   # the padded buffer is unused once the call reads the source
-        _erase_when_unused_but(alloc, buf, conv)
-    return src, lo
+        return x, [], None   # the library pads symmetrically
+    copy.operation.erase()
+    subview.operation.erase()
+    erase_fill(fills[0])
+    # the padded buffer is unused once the call reads the source (kept where a grouped
+    # expand_shape of it remains)
+    return src, lo, ((alloc, buf) if expand is None else None)
 
 
-def _erase_when_unused_but(alloc, buf, conv) -> None:
-    """Erase the padded buffer (and its deallocs) after `conv`, its last reader, is gone:
-    recorded here, done by convolutions_to_library once the generic is erased."""
-    _dead_buffers.append((alloc, buf))
-
-
-_dead_buffers: list = []
-
-
-def _erase_dead_buffers() -> None:
-    for alloc, buf in _dead_buffers:
+def _erase_unused_buffers(buffers) -> None:
+    """Erase local buffers (and their deallocs) nothing reads any more."""
+    for alloc, buf in buffers:
         users = [u.owner for u in buf.uses]
         if all(u.name == "memref.dealloc" for u in users):
             for u in users:
                 u.erase()
             alloc.erase()
-    _dead_buffers.clear()
-
-
-def _is_zero_fill(fill) -> bool:
-    value = fill.operands[0]
-    owner = value.owner if isinstance(value, ir.OpResult) else None
-    if owner is None or owner.name != "arith.constant":
-        return False
-    attr = owner.attributes["value"]
-    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0 and not str(attr).startswith("-")
 
 
 def convolutions_to_library(module: ir.Module) -> int:
@@ -204,6 +185,7 @@ def convolutions_to_library(module: ir.Module) -> int:
 
     module.operation.walk(collect)
     i64 = ir.IntegerType.get_signless(64)
+    dead = []   # padded buffers folded into calls
     for op in found:
         x, w, out = list(op.operands)[:3]
         if not all(isinstance(v.type, ir.MemRefType) for v in (x, w, out)):
@@ -217,7 +199,9 @@ def convolutions_to_library(module: ir.Module) -> int:
         name = _symbol(str(x_elem), str(acc_elem))
         _declare(module, name, x_elem, acc_elem)
         fill = _zero_fill_before(op, out)
-        x, padding = _unpadded(x, op, r)
+        x, padding, padded = _unpadded(x, op, r)
+        if padded is not None:
+            dead.append(padded)
         with ir.InsertionPoint(op), op.location:
             args = [memref.CastOp(ir.UnrankedMemRefType.get(ir.MemRefType(v.type).element_type, None), v).result
                     for v in (x, w, out)]
@@ -227,12 +211,9 @@ def convolutions_to_library(module: ir.Module) -> int:
             args += [consts[p] for p in params]
             func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
         if fill is not None:
-            zero = fill.operands[0].owner
-            fill.operation.erase()
-            if not list(zero.results[0].uses):
-                zero.erase()
+            erase_fill(fill)
         op.erase()
-    _erase_dead_buffers()
+    _erase_unused_buffers(dead)
     return len(found)
 
 

@@ -222,6 +222,19 @@ def _static_sliced_dim(node) -> str | None:
     return None
 
 
+def static_dims(dims_of, reason="a symbolic size along a flipped or padded dim (not supported yet)"):
+    """A check refusing the node when the input's size along one of dims_of(node, x) is symbolic."""
+    def check(node):
+        x = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        if not isinstance(x, torch.Tensor):
+            return None
+        for d in dims_of(node, x):
+            if not isinstance(x.shape[d % max(x.dim(), 1)], int):
+                return reason
+        return None
+    return check
+
+
 def _users_ignore_value(node) -> str | None:
     """empty-like sources are only safe when every user reads just their shape."""
     shape_only = {_resolve(n) for n in ("aten.full_like.default", "aten.zeros_like.default",

@@ -54,6 +54,24 @@ def _scores(q, k, a, acc):
     return s, scale
 
 
+def _logsumexp(s):
+    """log(sum(exp(s))) over the last dim (kept), its maximum subtracted first."""
+    last = [rank(s) - 1]
+    m = ops.reduce_max(s, dims=last, keepdim=True)
+    return ops.add(m, ops.log(ops.reduce_sum(ops.exp(ops.sub(s, m)), dims=last, keepdim=True)))
+
+
+def _gradients(p, q, k, v, o, do, scale: float, acc):
+    """dQ, dK, dV and dS of attention with probabilities p, output o and its gradient do."""
+    dv = ops.matmul(_t(p), do)
+    dp = ops.matmul(do, _t(v))
+    d = ops.reduce_sum(ops.mul(do, o), dims=[rank(p) - 1], keepdim=True)
+    ds = ops.mul(p, ops.sub(dp, d))
+    dq = ops.mul(ops.matmul(ds, k), constant(scale, acc))
+    dk = ops.mul(ops.matmul(_t(ds), q), constant(scale, acc))
+    return dq, dk, dv, ds
+
+
 def _acc(q):
     return T.element_type("f32") if str(elem(q)) in ("f16", "bf16") else elem(q)
 
@@ -63,9 +81,7 @@ def _flash_forward(imp, node, a):
     acc = _acc(a.query)
     q, k, v = (cast(t, acc) for t in (a.query, a.key, a.value))
     s, _ = _scores(q, k, a, acc)
-    r = rank(s)
-    m = ops.reduce_max(s, dims=[r - 1], keepdim=True)
-    lse = ops.add(m, ops.log(ops.reduce_sum(ops.exp(ops.sub(s, m)), dims=[r - 1], keepdim=True)))
+    lse = _logsumexp(s)
     out = ops.matmul(ops.exp(ops.sub(s, lse)), v)
     lse_want = meta_type(node, 1)
     lse_flat = ops.reshape(lse, result_type=T.tensor_type(shape(lse)[:-1], acc))
@@ -85,12 +101,7 @@ def _flash_backward(imp, node, a):
     else:
         lse = ops.reshape(cast(a.logsumexp, acc), result_type=T.tensor_type(shape(a.logsumexp) + [1], acc))
         p = ops.exp(ops.sub(s, lse))
-    dv = ops.matmul(_t(p), do)
-    dp = ops.matmul(do, _t(v))
-    d = ops.reduce_sum(ops.mul(do, o), dims=[r - 1], keepdim=True)
-    ds = ops.mul(p, ops.sub(dp, d))
-    dq = ops.mul(ops.matmul(ds, k), constant(scale, acc))
-    dk = ops.mul(ops.matmul(_t(ds), q), constant(scale, acc))
+    dq, dk, dv, ds = _gradients(p, q, k, v, o, do, scale, acc)
     return tuple(cast(g, meta_type(node, i).element_type) for i, g in enumerate((dq, dk, dv)))
 
 
@@ -222,9 +233,7 @@ def _efficient_forward(imp, node, a):
     q, k, v = (cast(t, acc) for t in (a.query, a.key, a.value))
     p, s, _ = _probabilities(q, k, a, acc)
     out = cast(ops.matmul(p, v), meta_type(node, 0).element_type)
-    r = rank(s)
-    m = ops.reduce_max(s, dims=[r - 1], keepdim=True)
-    lse = ops.add(m, ops.log(ops.reduce_sum(ops.exp(ops.sub(s, m)), dims=[r - 1], keepdim=True)))
+    lse = _logsumexp(s)
     lse = ops.reshape(lse, result_type=T.tensor_type(shape(lse)[:-1], acc))
     want = meta_type(node, 1)
     dims = T.dims_of(want)
@@ -243,13 +252,7 @@ def _efficient_backward(imp, node, a):
     acc = _acc(a.query)
     q, k, v, o, do = (cast(t, acc) for t in (a.query, a.key, a.value, a.out, a.grad_out_))
     p, s, scale = _probabilities(q, k, a, acc)
-    r = rank(s)
-    dv = ops.matmul(_t(p), do)
-    dp = ops.matmul(do, _t(v))
-    d = ops.reduce_sum(ops.mul(do, o), dims=[r - 1], keepdim=True)
-    ds = ops.mul(p, ops.sub(dp, d))
-    dq = ops.mul(ops.matmul(ds, k), constant(scale, acc))
-    dk = ops.mul(ops.matmul(_t(ds), q), constant(scale, acc))
+    dq, dk, dv, ds = _gradients(p, q, k, v, o, do, scale, acc)
     mask = list(a.grad_input_mask)
     grads = [dq, dk, dv]
     outs = [cast(g, meta_type(node, i).element_type) if mask[i] else None for i, g in enumerate(grads)]

@@ -11,19 +11,7 @@ import torch
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import constant, elem, meta_type, rank, register, shape, slice_
-
-
-def _static_dims(dims_of):
-    def check(node):
-        x = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
-        if not isinstance(x, torch.Tensor):
-            return None
-        for d in dims_of(node, x):
-            if not isinstance(x.shape[d % max(x.dim(), 1)], int):
-                return "a symbolic size along a flipped or padded dim (not supported yet)"
-        return None
-    return check
+from .aten_ops import constant, elem, meta_type, rank, register, shape, slice_, static_dims
 
 
 def _flip_dims(node, x):
@@ -35,7 +23,7 @@ def _pad_dims(node, x):
     return [x.dim() - 1 - i for i in range(len(pad) // 2)]
 
 
-@register("aten.flip.default", check=_static_dims(_flip_dims))
+@register("aten.flip.default", check=static_dims(_flip_dims))
 def _flip(imp, node, a):
     x = a.self
     if rank(x) == 0:
@@ -51,7 +39,7 @@ def _flip(imp, node, a):
     return x
 
 
-@register("aten.constant_pad_nd.default", check=_static_dims(_pad_dims))
+@register("aten.constant_pad_nd.default", check=static_dims(_pad_dims))
 def _constant_pad_nd(imp, node, a):
     x = a.self
     pad = list(a.pad)
@@ -114,18 +102,14 @@ def _repeat(imp, node, a):
     return ops.reshape(y, result_type=T.tensor_type(out, et))
 
 
-def _diagonal_check(node):
-    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-    if not isinstance(x, torch.Tensor):
-        return None
+def _diagonal_dims(node, x):
     d1 = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim1", 0)
     d2 = node.args[3] if len(node.args) > 3 else node.kwargs.get("dim2", 1)
-    if any(not isinstance(x.shape[d % x.dim()], int) for d in (d1, d2)):
-        return "diagonal along a symbolic dim (not supported yet)"
-    return None
+    return [d1, d2]
 
 
-@register("aten.diagonal.default", check=_diagonal_check)
+@register("aten.diagonal.default",
+          check=static_dims(_diagonal_dims, "diagonal along a symbolic dim (not supported yet)"))
 def _diagonal(imp, node, a):
     x = a.self
     r = rank(x)
@@ -146,14 +130,12 @@ def _diagonal(imp, node, a):
     return y
 
 
-def _unfold_check(node):
-    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-    if isinstance(x, torch.Tensor) and x.dim() > 0 and not isinstance(x.shape[node.args[1] % x.dim()], int):
-        return "unfold along a symbolic dim (not supported yet)"
-    return None
+def _unfold_dims(node, x):
+    return [node.args[1]] if x.dim() > 0 else []
 
 
-@register("aten.unfold.default", check=_unfold_check)
+@register("aten.unfold.default",
+          check=static_dims(_unfold_dims, "unfold along a symbolic dim (not supported yet)"))
 def _unfold(imp, node, a):
     import numpy as np
 

@@ -21,21 +21,16 @@ import itertools
 import math
 
 import numpy as np
-import torch
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import cast, constant, constant_from_array as _const, elem, meta_type, rank, register, shape, slice_
+from .aten_ops import cast, constant, constant_from_array as _const, elem, meta_type, rank, register, shape, slice_, static_dims
 from .convolution import _pad_dim, _zero_stuff
 
 
 def _static_spatial(r: int):
-    def check(node):
-        x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-        if isinstance(x, torch.Tensor) and any(not isinstance(d, int) for d in x.shape[-r:]):
-            return "pooling over a symbolic spatial size (not supported yet)"
-        return None
-    return check
+    return static_dims(lambda node, x: range(x.dim() - r, x.dim()),
+                       "pooling over a symbolic spatial size (not supported yet)")
 
 
 def _expand_arg(v, r: int, default=None) -> list[int]:

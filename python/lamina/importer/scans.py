@@ -18,15 +18,15 @@ import torch
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import cast, constant, elem, meta_type, rank, register, reshape, shape, slice_
+from .aten_ops import cast, constant, elem, meta_type, rank, register, reshape, shape, slice_, static_dims
 
 
-def _static_dim(node):
-    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+def _scan_dims(node, x):
     dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-    if isinstance(x, torch.Tensor) and x.dim() > 0 and not isinstance(x.shape[dim % x.dim()], int):
-        return "a scan along a symbolic dim (not supported yet)"
-    return None
+    return [dim] if x.dim() > 0 else []
+
+
+_static_dim = static_dims(_scan_dims, "a scan along a symbolic dim (not supported yet)")
 
 
 def _shifted(v, d: int, k: int, fill):

@@ -35,7 +35,7 @@ it feeds strided too.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, bufferization, func, memref
+from mlir.dialects import bufferization, func, memref
 
 from ..dialect import symbols as S
 from ..dialect import types as T

@@ -789,7 +789,6 @@ def _lower_matmul(op: ir.Operation) -> ir.Value:
         return static if static is not None else _dim(v, i)
 
     def zeros(shape_vals):
-        t = ir.RankedTensorType.get([s if isinstance(s, int) else T.DYNAMIC for s in shape_vals], acc)
         e = tensor.empty(list(shape_vals), acc)
         return _fill(_const(acc, 0), e)
 

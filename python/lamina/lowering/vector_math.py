@@ -370,7 +370,6 @@ def powf_(E, x, y):
     t = E.minnum(E.maxnum(t, E.f(-200.0, 64)), E.f(200.0, 64))
     res = E.trunc(_exp2_f64(E, t))
     # y integer? odd? (|y| >= 2^23: integer, and even from 2^24 on; inf counts as an even integer)
-    small_y = E.cmp("olt", ay, E.f(8388608.0))
     is_int = E.or_(E.cmp("oeq", _round32(E, y), y), E.cmp("oge", ay, E.f(8388608.0)))
     exact_y = E.cmp("olt", ay, E.f(16777216.0))          # |y| < 2^24: fptosi is exact and defined
     y_int = E.fptosi(E.select(exact_y, y, E.f(0.0)))
