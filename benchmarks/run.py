@@ -57,7 +57,8 @@ TIMERS = ("wall", "gpu")  # --timer; make_sampler says what a sample of each is
 def timer_method(timer: str, device_type: str) -> str:
     """What a sample of `timer` is on `device_type`, in words (the header, the JSON environment)."""
     if timer == "gpu":
-        return "GPU time of one call between CUDA events, after a 256 MiB L2 flush, as triton.testing.do_bench"
+        return ("GPU time of one call between CUDA events, after a 256 MiB L2 flush, as triton.testing.do_bench, "
+                "the device given a head start so host work is not counted")
     if device_type == "cuda":
         return "wall time of back-to-back calls closed by a synchronize, per call: launch overhead included"
     return "wall time of one call"
@@ -124,7 +125,8 @@ def make_sampler(device, timer: str = "wall"):
     closed by torch.cuda.synchronize(), divided by the batch size: launches overlap the
     previous kernels as in a real program, and the per-call synchronization latency is not
     counted, but the host's launch and dispatch work is.
-    "gpu" (cuda only): event_sampler with torch.cuda events and a FLUSH_BYTES flush buffer."""
+    "gpu" (cuda only): event_sampler with torch.cuda events, a FLUSH_BYTES flush buffer and
+    a head start of device sleep (torch.cuda._sleep) before each batch of samples."""
     import torch
 
     if timer not in TIMERS:
@@ -134,7 +136,12 @@ def make_sampler(device, timer: str = "wall"):
         if not cuda:
             raise ValueError(f"the gpu timer times with CUDA events: it needs a cuda device, not {device}")
         flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-        return event_sampler(lambda: torch.cuda.Event(enable_timing=True), flush.zero_, torch.cuda.synchronize)
+        cycles_per_ms = _sleep_cycles_per_ms(torch)
+        # (0.5 ms, and 1 ms per sample: more than the host path of a call, eager's 40-op GPT
+        # block included, ~0.5 ms on the lent H100's host)
+        head_start = lambda n: torch.cuda._sleep(int(cycles_per_ms * min(50.0, 0.5 + 1.0 * n)))  # noqa: E731
+        return event_sampler(lambda: torch.cuda.Event(enable_timing=True), flush.zero_, torch.cuda.synchronize,
+                             head_start)
 
     def sampler(fn, n, batch=None):
         if batch is None:
@@ -157,16 +164,32 @@ def make_sampler(device, timer: str = "wall"):
     return sampler
 
 
-def event_sampler(new_event, flush, synchronize):
+def _sleep_cycles_per_ms(torch) -> float:
+    """GPU clock cycles per ms of torch.cuda._sleep (a device busy-wait), measured."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1_000_000)   # (warm-up)
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    end.record()
+    end.synchronize()
+    return 10_000_000 / max(start.elapsed_time(end), 1e-3)
+
+
+def event_sampler(new_event, flush, synchronize, head_start=None):
     """The gpu timer's sampler, triton.testing.do_bench's method: a sample is one call
     (calls_per_sample 1; `batch` is ignored) between the `record()`s of two device events
     (`new_event()`), each call preceded by `flush()`, which queues a write of a buffer larger
-    than the L2 cache: every backend reads its inputs from DRAM, and the host launches the
-    call while the device still runs the flush, which hides the host's launch and dispatch
-    work as long as it is shorter than the flush. After the `n` calls one `synchronize()`,
-    then `start.elapsed_time(end)` (ms) of each pair."""
+    than the L2 cache: every backend reads its inputs from DRAM. The device time of a call
+    is what is measured, not the host's: `head_start(n)` first queues device work (a sleep)
+    long enough for the host to queue all `n` samples before the device reaches the first,
+    so no sample waits for the host's launch and dispatch work (without it, the first sample
+    after an idle device counts the host path of the call: 50-100 us of Dynamo guards and
+    wrappers for a compiled graph, which is what the wall timer measures). After the `n`
+    calls one `synchronize()`, then `start.elapsed_time(end)` (ms) of each pair."""
     def sampler(fn, n, batch=None):
         events = [(new_event(), new_event()) for _ in range(n)]
+        if head_start is not None:
+            head_start(n)
         for start, end in events:
             flush()
             start.record()

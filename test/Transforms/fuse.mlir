@@ -46,3 +46,27 @@ func.func @softmax_like(%a: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {lami
   %3 = "lamina.div"(%1, %2) : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
   return %3 : tensor<2x8xf32>
 }
+
+// -----
+
+// Batch norm (eval) after a convolution: its per-channel parameters viewed as [1, C, 1, 1]
+// are reshapes no contraction feeds, so they do not end the convolution's kernel (the
+// normalization is its epilogue); a reshape of the convolution's result does.
+// CHECK-LABEL: func.func @conv_batch_norm_epilogue
+// CHECK: "lamina.convolution"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.reshape"(%arg2){{.*}}lamina.kernel = 0
+// CHECK: "lamina.sub"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.reshape"(%arg3){{.*}}lamina.kernel = 0
+// CHECK: "lamina.mul"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.relu"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.reshape"({{.*}}lamina.kernel = 1
+func.func @conv_batch_norm_epilogue(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>, %mean: tensor<4xf32>, %scale: tensor<4xf32>) -> tensor<4x36xf32> attributes {lamina.graph} {
+  %0 = "lamina.convolution"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %1 = "lamina.reshape"(%mean) : (tensor<4xf32>) -> tensor<1x4x1x1xf32>
+  %2 = "lamina.sub"(%0, %1) : (tensor<1x4x6x6xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x6x6xf32>
+  %3 = "lamina.reshape"(%scale) : (tensor<4xf32>) -> tensor<1x4x1x1xf32>
+  %4 = "lamina.mul"(%2, %3) : (tensor<1x4x6x6xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x6x6xf32>
+  %5 = "lamina.relu"(%4) : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %6 = "lamina.reshape"(%5) : (tensor<1x4x6x6xf32>) -> tensor<4x36xf32>
+  return %6 : tensor<4x36xf32>
+}

@@ -1,8 +1,8 @@
 // RUN: lamina-opt %s --lamina-fuse --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
 
-// F.linear + ReLU: the contraction runs on cuBLAS through torch (its operands are views of
-// the kernel's arguments) with the bias as cuBLAS's epilogue (torch.addmm, one rounding, as
-// eager's nn.Linear); the ReLU is one Triton program that reads the biased product.
+// F.linear + ReLU in f32: the contraction runs on cuBLAS through torch (its operands are
+// views of the kernel's arguments) as a plain mm; bias and ReLU are one Triton program that
+// reads the product (cuBLAS picks faster mm kernels than addmm's bias epilogue).
 func.func @mm(%x: tensor<32x64xf32>, %w: tensor<48x64xf32>, %b: tensor<48xf32>) -> tensor<32x48xf32> attributes {lamina.graph} {
   %wt = "lamina.transpose"(%w) {perm = array<i64: 1, 0>} : (tensor<48x64xf32>) -> tensor<64x48xf32>
   %0 = "lamina.matmul"(%x, %wt) : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
@@ -12,13 +12,29 @@ func.func @mm(%x: tensor<32x64xf32>, %w: tensor<48x64xf32>, %b: tensor<48xf32>) 
 }
 
 // CHECK-LABEL: # ---- mm_kernel_1
-// CHECK: def mm_kernel_1_g0_flat(c0, a3, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):
+// CHECK: def mm_kernel_1_g0_flat(c0, a2, a3, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):
 // CHECK: [[P:v[0-9]+]] = tl.load(c0 + xoff, mask=xmask, other=0)
-// CHECK: tl.where({{.*}}, 0.0, [[P]])
+// CHECK: [[B:v[0-9]+]] = tl.load(a2 + x1, mask=xmask, other=0)
+// CHECK: [[S:v[0-9]+]] = [[P]] + [[B]]
+// CHECK: tl.where({{.*}}, 0.0, [[S]])
 // CHECK: tl.store(a3 + xoff,
 // CHECK: def launch(a0, a1, a2, a3):
-// CHECK: c0 = torch.addmm(a2.reshape(-1), a0, a1)
-// CHECK: mm_kernel_1_g0_flat[((_n + 1023) // 1024,)](c0, a3
+// CHECK: c0 = torch.mm(a0, a1)
+// CHECK: mm_kernel_1_g0_flat[(6,)](c0, a2, a3, XBLOCK=256, {{.*}}num_warps=1)
+
+// F.linear alone: the bias is cuBLAS's epilogue (torch.addmm, one rounding, as eager's
+// nn.Linear), written straight into the kernel's output; no Triton program.
+func.func @lin(%x: tensor<32x64xf32>, %w: tensor<48x64xf32>, %b: tensor<48xf32>) -> tensor<32x48xf32> attributes {lamina.graph} {
+  %wt = "lamina.transpose"(%w) {perm = array<i64: 1, 0>} : (tensor<48x64xf32>) -> tensor<64x48xf32>
+  %0 = "lamina.matmul"(%x, %wt) : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+  %1 = "lamina.add"(%0, %b) : (tensor<32x48xf32>, tensor<48xf32>) -> tensor<32x48xf32>
+  return %1 : tensor<32x48xf32>
+}
+
+// CHECK-LABEL: # ---- lin_kernel_1
+// CHECK-NOT: @triton.jit
+// CHECK: def launch(a0, a1, a2, a3):
+// CHECK-NEXT: torch.addmm(a2.reshape(-1), a0, a1, out=a3)
 
 // An epilogue that is not a bias (a residual of the product's own shape): the program reads
 // the product cuBLAS wrote and the residual.

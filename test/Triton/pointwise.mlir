@@ -25,4 +25,5 @@ func.func @g(%x: tensor<?x64xf32, ["s0"]>, %b: tensor<64xf32>) -> tensor<?x64xf3
 // CHECK: def launch(a0, a1, a2, a3):
 // CHECK-NEXT: _big = max(a0.numel(), a1.numel(), a3.numel(), 0) >= 2**31
 // CHECK-NEXT: a0_size0 = a0.shape[0]
-// CHECK: g_kernel_0_g0_flat[((_n + 1023) // 1024,)](a0, a1, a3, a0_size0, XBLOCK=1024
+// CHECK: _xb, _nw = flat_config(_n)
+// CHECK-NEXT: g_kernel_0_g0_flat[((_n + _xb - 1) // _xb,)](a0, a1, a3, a0_size0, XBLOCK=_xb

@@ -12,7 +12,9 @@ and cut a new kernel
   * at a reduction or a data-movement op (a transpose, a copy) when the current kernel
     already holds a contraction, so matmul epilogues stay pointwise, reductions (softmax,
     norms) get kernels of their own, and a transpose gets the vectorized transpose schedule
-    (inside a contraction kernel it would stay a scalar loop).
+    (inside a contraction kernel it would stay a scalar loop); a reshape or broadcast of
+    values no contraction feeds (batch norm's parameters as [1, C, 1, 1]) does not cut,
+    so a convolution's batch-norm epilogue stays in its kernel;
   * except that a transpose whose only user is the next op, a contraction of at least
     LARGE_CONTRACTION_FLOPS, starts that contraction's kernel: a target reads it as a
     strided view (the CPU's BLAS call takes F.linear's W^T as W with 'T'), so no transpose
@@ -103,10 +105,12 @@ def fuse_function(func_op, attention: bool = False) -> int:
     if any(_kernel_id(op) is not None for op in ops):
         return _complete_user_labels(groupable)
     inside = _attention_spans(groupable) if attention else set()
+    after_contraction = _depend_on_contractions(groupable)
     kernel, has_contraction, started = 0, False, False
     for i, op in enumerate(groupable):
         kind = op_kind(op.name)
-        cut = kind == "contraction" or (kind in ("reduction", "data_movement") and has_contraction)
+        cut = kind == "contraction" or (kind in ("reduction", "data_movement") and has_contraction
+                                        and not _side_reshape(op, after_contraction))
         if kind == "contraction" and i > 0 and _folds_into_next(groupable[i - 1], op):
             cut = False  # its transposed operand opened this kernel
         elif i + 1 < len(groupable) and _folds_into_next(op, groupable[i + 1]):
@@ -227,6 +231,13 @@ def _path_candidate(x: ir.Value, after_contraction) -> bool:
     masks and scales)."""
     op = getattr(x.owner, "operation", x.owner)
     return isinstance(op, ir.Operation) and op in after_contraction and ir.RankedTensorType(x.type).rank > 0
+
+
+def _side_reshape(op: ir.Operation, after_contraction: set) -> bool:
+    """A reshape or broadcast that no contraction feeds (batch norm's per-channel parameters
+    viewed as [1, C, 1, 1]): an index map in the epilogue that reads it, not data movement
+    of the contraction's result, so it does not end the contraction's kernel."""
+    return op.name in ("lamina.reshape", "lamina.broadcast_to") and op not in after_contraction
 
 
 def _depend_on_contractions(ops: list[ir.Operation]) -> set:

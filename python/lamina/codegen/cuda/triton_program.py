@@ -170,6 +170,25 @@ class _Eval:
 _FLOAT_BIN = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
 
 
+def _reciprocal(literal: str, elem: str) -> str | None:
+    """1 / literal in `elem` (f32: both roundings in float32) as a Python literal, or None
+    where the divisor or its reciprocal is not a normal number (0, inf, nan, subnormal:
+    there x * (1 / c) and x / c differ by more than a rounding)."""
+    import numpy as np
+
+    ftype = np.float32 if elem == "f32" else np.float64
+    try:
+        value = ftype(float(literal))
+    except ValueError:
+        return None
+    tiny = np.finfo(ftype).tiny
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        r = ftype(1) / value
+    if not (np.isfinite(value) and np.isfinite(r) and abs(value) >= tiny and abs(r) >= tiny):
+        return None
+    return repr(float(r))
+
+
 _INT_BIN = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.andi": "&", "arith.ori": "|",
             "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>"}
 
@@ -644,6 +663,10 @@ class _ProgramBuilder:
             a, b = args
             if _literal(a) and _literal(b):   # Python would fold them (1.0 / 0.0 raises)
                 a = p.let(f"tl.full([1], {a}, {_tl(rt)})", prefix="c")
+            elif name == "arith.divf" and _literal(b) and rt in ("f32", "f64") and _reciprocal(b, rt):
+                # x / c as x * (1 / c), the reciprocal rounded to the type, as eager's CUDA
+                # division by a scalar computes it (and a multiply, not an IEEE division)
+                return p.let(f"{a} * {_reciprocal(b, rt)}")
             return p.let(f"{a} {_FLOAT_BIN[name]} {b}")
         if name in _INT_BIN:
             return p.let(f"{args[0]} {_INT_BIN[name]} {args[1]}")
