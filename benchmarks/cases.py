@@ -73,7 +73,10 @@ class Case:
             inst.shape += f" {str(dtype).removeprefix('torch.')}"
         if dtype.itemsize < 4:
             default_rtol, default_atol = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5)}[dtype]
-            inst.rtol, inst.atol = max(inst.rtol, 4 * default_rtol), max(inst.atol, 4e-3 if dtype == torch.float16 else 2e-2)
+            # atol: one rounding of an intermediate of the inputs' magnitude (randn reaches |x| ~ 5.5
+            # at 16M elements; a bf16 ulp there is 0.031) that a fused kernel keeps in fp32 and
+            # eager rounds, before a cancellation (gelu(x + b) * s + x near 0)
+            inst.rtol, inst.atol = max(inst.rtol, 4 * default_rtol), max(inst.atol, 8e-3 if dtype == torch.float16 else 4e-2)
         return inst
 
 
