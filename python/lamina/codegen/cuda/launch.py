@@ -25,12 +25,13 @@ _disk: dict | None = None
 def flat_config(numel: int) -> tuple[int, int]:
     """(XBLOCK, num_warps) of a flat (pointwise) program over `numel` elements: 1024
     elements and 4 warps per program for large launches; smaller launches take smaller
-    blocks (numel / 128, at least 256, 256 elements per warp), so that they still spread
-    over the SMs (65536 elements: 128 programs of 512, not 64 of 1024), as Inductor sizes
-    its pointwise blocks."""
+    blocks (numel / 128, at least 256), so that they still spread over the SMs (65536
+    elements: 128 programs of 512, not 64 of 1024), with 128 elements per warp (one
+    16-byte access per thread and operand: 5.1 us against 5.9 us at 256 per warp for a
+    65536-element sin/cos chain on an H100)."""
     block = min(1024, max(256, numel // 128))
     block = 1 << (block.bit_length() - 1)
-    return block, max(1, block // 256)
+    return block, (4 if block == 1024 else block // 128)
 
 
 def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
