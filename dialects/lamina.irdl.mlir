@@ -49,6 +49,90 @@ irdl.dialect @lamina {
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
+  // tan(input), elementwise (floats; integers promote)
+  irdl.operation @tan {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // atan(input), elementwise (floats; integers promote)
+  irdl.operation @atan {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // asin(input), elementwise (floats; integers promote)
+  irdl.operation @asin {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // acos(input), elementwise (floats; integers promote)
+  irdl.operation @acos {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // sinh(input), elementwise (floats; integers promote)
+  irdl.operation @sinh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // cosh(input), elementwise (floats; integers promote)
+  irdl.operation @cosh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // asinh(input), elementwise (floats; integers promote)
+  irdl.operation @asinh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // acosh(input), elementwise (floats; integers promote)
+  irdl.operation @acosh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // atanh(input), elementwise (floats; integers promote)
+  irdl.operation @atanh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // exp2(input), elementwise (floats; integers promote)
+  irdl.operation @exp2 {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // log2(input), elementwise (floats; integers promote)
+  irdl.operation @log2 {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+  // log10(input), elementwise (floats; integers promote)
+  irdl.operation @log10 {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
   // sin(input), elementwise
   irdl.operation @sin {
     %input = irdl.base "!builtin.tensor"
@@ -318,6 +402,46 @@ irdl.dialect @lamina {
     irdl.operands(lhs: %lhs, rhs: %rhs)
     irdl.results(result: %result)
   }
+  // fmod(lhs, rhs): C's fmod, the remainder of the division truncated toward zero (sign of lhs);
+  // integers and floats in the promoted type; an integer division by zero does not trap
+  // (torch raises; lamina gives 0 there, unchecked)
+  irdl.operation @fmod {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // remainder(lhs, rhs): Python's modulo, the remainder of the floored division (sign of rhs);
+  // integers and floats in the promoted type; an integer division by zero does not trap
+  // (torch raises; lamina gives 0 there, unchecked)
+  irdl.operation @remainder {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // div_trunc(lhs, rhs): the quotient rounded toward zero (torch.div(rounding_mode='trunc'));
+  // integers and floats in the promoted type; an integer division by zero does not trap
+  // (torch raises; lamina gives 0 there, unchecked)
+  irdl.operation @div_trunc {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+  // div_floor(lhs, rhs): the quotient rounded down (torch.div(rounding_mode='floor'), //);
+  // integers and floats in the promoted type; an integer division by zero does not trap
+  // (torch raises; lamina gives 0 there, unchecked)
+  irdl.operation @div_floor {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
   // bitwise_not(input): every bit flipped (integers; bools: logical not)
   irdl.operation @bitwise_not {
     %input = irdl.base "!builtin.tensor"
@@ -514,6 +638,20 @@ irdl.dialect @lamina {
     %dim_attr = irdl.base "#builtin.integer"
     irdl.attributes { "dim" = %dim_attr }
     irdl.operands(input: %input, index: %index)
+    irdl.results(result: %result)
+  }
+  // scatter(dest, index, updates) {reduce}: dest (1-D) with dest[index[i]] replaced by
+  // updates[i] (reduce "none") or combined with it ("add", "mul", "max", "min"), i in order
+  // (index and updates 1-D of one length; index in [0, len(dest)): the importer wraps and
+  // clamps it). The family's primitive: index_put, scatter, scatter_reduce
+  irdl.operation @scatter {
+    %dest = irdl.base "!builtin.tensor"
+    %index = irdl.base "!builtin.tensor"
+    %updates = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %reduce_attr = irdl.base "#builtin.string"
+    irdl.attributes { "reduce" = %reduce_attr }
+    irdl.operands(dest: %dest, index: %index, updates: %updates)
     irdl.results(result: %result)
   }
   // ---- Composite ops, decomposed by lamina-decompose before lowering.

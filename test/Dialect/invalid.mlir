@@ -115,6 +115,24 @@ func.func @user_location(%a: tensor<4xf32>, %b: tensor<5xf32>) -> tensor<4xf32> 
 
 // -----
 
+// A scatter's updates must have the destination's element type.
+func.func @scatter_mixed_types(%d: tensor<10xf32>, %i: tensor<4xi64>, %u: tensor<4xf64>) -> tensor<10xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.scatter' op updates must have dest's element type
+  %0 = "lamina.scatter"(%d, %i, %u) {reduce = "add"} : (tensor<10xf32>, tensor<4xi64>, tensor<4xf64>) -> tensor<10xf32>
+  return %0 : tensor<10xf32>
+}
+
+// -----
+
+// A scatter's reduction is one of none, add, mul, max, min.
+func.func @scatter_bad_reduce(%d: tensor<10xf32>, %i: tensor<4xi64>, %u: tensor<4xf32>) -> tensor<10xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.scatter' op reduce must be one of
+  %0 = "lamina.scatter"(%d, %i, %u) {reduce = "mean"} : (tensor<10xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<10xf32>
+  return %0 : tensor<10xf32>
+}
+
+// -----
+
 // Valid chunks still print: the errors of the others do not stop them.
 // CHECK: func.func @valid
 func.func @valid(%a: tensor<4xf32>) -> tensor<4xf32> {

@@ -70,3 +70,18 @@ func.func @conv_batch_norm_epilogue(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3x
   %6 = "lamina.reshape"(%5) : (tensor<1x4x6x6xf32>) -> tensor<4x36xf32>
   return %6 : tensor<4x36xf32>
 }
+
+// -----
+
+// A scatter (a sequential loop) is a kernel of its own: the ops before and after it are not
+// fused into it.
+// CHECK-LABEL: func.func @scatter_alone
+// CHECK: "lamina.exp"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.scatter"{{.*}}lamina.kernel = 1
+// CHECK: "lamina.neg"{{.*}}lamina.kernel = 2
+func.func @scatter_alone(%d: tensor<10xf32>, %i: tensor<4xi64>, %u: tensor<4xf32>) -> tensor<10xf32> attributes {lamina.graph} {
+  %0 = "lamina.exp"(%u) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "lamina.scatter"(%d, %i, %0) {reduce = "add"} : (tensor<10xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<10xf32>
+  %2 = "lamina.neg"(%1) : (tensor<10xf32>) -> tensor<10xf32>
+  return %2 : tensor<10xf32>
+}

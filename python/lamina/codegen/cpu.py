@@ -138,20 +138,21 @@ def _top_level_passes(pipeline: str) -> list[str]:
 def pipeline_steps(pipeline: str) -> list:
     """The steps that lower a module: upstream pipeline texts and, once everything is
     bufferized, the Python steps `contractions_to_blas` (codegen/blas.py), `convolutions_to_library`
-    (codegen/conv_library.py) and `copies_to_loops`;
+    (codegen/conv_library.py), `copies_to_loops`, `expands_to_reinterpret_casts` and
+    `strided_gathers_to_unit_stride`;
     in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py)."""
     from .bf16_memory import bf16_memory_as_i16
 
     passes = _top_level_passes(pipeline)
     names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
     if COPY_REWRITE_AFTER not in names:
-        return [pipeline, copies_to_loops, expands_to_reinterpret_casts, bf16_memory_as_i16]
+        return [pipeline, copies_to_loops, expands_to_reinterpret_casts, strided_gathers_to_unit_stride, bf16_memory_as_i16]
     from .blas import contractions_to_blas
     from .conv_library import convolutions_to_library
 
     cut = names.index(COPY_REWRITE_AFTER) + 1
     steps = [f"builtin.module({', '.join(passes[:cut])})", contractions_to_blas, convolutions_to_library, copies_to_loops,
-             expands_to_reinterpret_casts]
+             expands_to_reinterpret_casts, strided_gathers_to_unit_stride]
     if passes[cut:]:
         steps.append(f"builtin.module({', '.join(passes[cut:])})")
     return steps + [bf16_memory_as_i16]
@@ -193,6 +194,49 @@ def copies_to_loops(module: ir.Module | ir.Operation) -> int:
         with ir.InsertionPoint(c), c.location:
             linalg.copy(src, outs=[dst])
         c.erase()
+        n += 1
+    return n
+
+
+def strided_gathers_to_unit_stride(module: ir.Module | ir.Operation) -> int:
+    """Rewrite vector.gather ops whose base memref has a non-unit innermost stride (a gather
+    from a view: lamina.index_select of a reshaped slice) as gathers from a 1-D unit-stride
+    view of the same buffer, the index vector scaled by that stride: convert-vector-to-llvm
+    only lowers gathers from unit-stride memrefs (it leaves an unrealized cast otherwise).
+    Returns the count."""
+    from mlir.dialects import arith, memref, vector
+
+    n = 0
+    for g in [o for o in walk_ops(module) if o.name == "vector.gather"]:
+        base = g.operands[0]
+        if not isinstance(base.type, ir.MemRefType):
+            continue
+        bt = ir.MemRefType(base.type)
+        strides, _ = bt.get_strides_and_offset()
+        if bt.rank == 0 or strides[-1] == 1:
+            continue
+        r = bt.rank
+        offsets, idx_vec, mask, passthru = list(g.operands[1:1 + r]), g.operands[1 + r], g.operands[2 + r], g.operands[3 + r]
+        with ir.InsertionPoint(g), g.location:
+            index = ir.IndexType.get()
+            meta = memref.ExtractStridedMetadataOp(base)
+            sizes, dyn_strides = list(meta.results)[2:2 + r], list(meta.results)[2 + r:2 + 2 * r]
+            # every element the view can reach: 1 + sum((size_d - 1) * stride_d)
+            one = arith.constant(index, 1)
+            extent, start = one, arith.constant(index, 0)
+            for d in range(r):
+                extent = arith.addi(extent, arith.muli(arith.subi(sizes[d], one), dyn_strides[d]))
+                start = arith.addi(start, arith.muli(offsets[d], dyn_strides[d]))
+            dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+            flat_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], bt.element_type,
+                                       layout=ir.StridedLayoutAttr.get(dyn, [1]))
+            flat = memref.ReinterpretCastOp(flat_t, meta.results[0], [meta.results[1]], [extent], [],
+                                            [dyn], [ir.ShapedType.get_dynamic_size()], [1])
+            vt = ir.VectorType(idx_vec.type)
+            scaled = arith.muli(idx_vec, vector.broadcast(vt, dyn_strides[-1]))
+            new = vector.GatherOp(g.results[0].type, flat.results[0], [start], scaled, mask, passthru)
+        g.results[0].replace_all_uses_with(new.results[0])
+        g.erase()
         n += 1
     return n
 

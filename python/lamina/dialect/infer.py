@@ -27,15 +27,19 @@ class ShapeError(ValueError):
 
 _RULES: dict[str, Callable] = {}
 
+# inverse and hyperbolic trig, exp2/log2/log10: math dialect ops, on the CPU libm calls
+# (convert-math-to-libm) or LLVM intrinsics, on the cuda target triton_helpers / tl
+TRIG_UNARY = ("tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log2", "log10")
 UNARY_OPS = ("neg", "abs", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "relu",
-             "erf", "sqrt", "rsqrt", "reciprocal", "floor", "ceil", "round", "gelu")
+             "erf", "sqrt", "rsqrt", "reciprocal", "floor", "ceil", "round", "gelu") + TRIG_UNARY
 FLOAT_ONLY_UNARY = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf", "sqrt",
-                    "rsqrt", "reciprocal", "gelu")
+                    "rsqrt", "reciprocal", "gelu") + TRIG_UNARY
 ARITH_BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_BINARY_OPS = ("logical_and", "logical_or", "logical_xor")
 BITWISE_BINARY_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor")
 SHIFT_OPS = ("bitwise_left_shift", "bitwise_right_shift")
+DIVISION_OPS = ("fmod", "remainder", "div_trunc", "div_floor")
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "var")
 RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota", "size", "random_uniform")
 
@@ -127,6 +131,15 @@ def _arith_binary(name, ts, attrs):
     elem = T.promote([_elem_rank(t) for t in ts])
     if name == "div" and not T.is_float(elem):
         elem = T.element_type("f32")  # true division, as aten.div.Tensor
+    return T.tensor_type(shape, elem)
+
+
+@rule(*DIVISION_OPS)
+def _division(name, ts, attrs):
+    shape = broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1]))
+    elem = T.promote([_elem_rank(t) for t in ts])
+    if T.is_bool(elem):
+        raise ShapeError(f"{name} takes integers or floats, got {elem}")
     return T.tensor_type(shape, elem)
 
 
@@ -282,6 +295,25 @@ def _index_select(name, ts, attrs):
     dim = normalize_dim(attrs["dim"], t.rank)
     shape = T.dims_of(t)
     return T.tensor_type(shape[:dim] + T.dims_of(idx) + shape[dim + 1:], t.element_type)
+
+
+SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+@rule("scatter")
+def _scatter(name, ts, attrs):
+    dest, idx, upd = ts
+    if dest.rank != 1 or idx.rank != 1 or upd.rank != 1:
+        raise ShapeError(f"lamina.scatter takes 1-D dest, index and updates, got {dest}, {idx}, {upd}")
+    if not T.is_integer(idx.element_type):
+        raise ShapeError(f"lamina.scatter index must be an integer tensor, got {idx}")
+    if str(upd.element_type) != str(dest.element_type):
+        raise ShapeError(f"lamina.scatter updates must have dest's element type, got {upd} into {dest}")
+    if T.dims_of(idx)[0] != T.dims_of(upd)[0]:
+        raise ShapeError(f"lamina.scatter index and updates differ in length: {idx}, {upd}")
+    if attrs.get("reduce") not in SCATTER_REDUCTIONS:
+        raise ShapeError(f"lamina.scatter reduce must be one of {SCATTER_REDUCTIONS}, got {attrs.get('reduce')!r}")
+    return dest
 
 
 @rule("softmax", "log_softmax")

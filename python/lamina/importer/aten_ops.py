@@ -254,7 +254,9 @@ _UNARY = {
     "neg": "neg", "abs": "abs", "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1",
     "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid", "relu": "relu", "erf": "erf",
     "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal", "floor": "floor", "ceil": "ceil",
-    "round": "round",
+    "round": "round", "tan": "tan", "atan": "atan", "asin": "asin", "acos": "acos", "sinh": "sinh",
+    "cosh": "cosh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "exp2": "exp2", "log2": "log2",
+    "log10": "log10",
 }
 
 
@@ -311,18 +313,19 @@ def _div(imp, node, a):
 
 
 def _div_mode_check(node):
-    mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
-    if mode is None:
-        return None
-    if mode == "floor" and node.meta["val"].dtype.is_floating_point:
-        return None
-    return f"div with rounding_mode={mode!r} on {node.meta['val'].dtype} (lamina has no integer/trunc division)"
+    if node.meta["val"].dtype == torch.bool:
+        return "div with a rounding mode on bools"
+    return None
 
 
 @register("aten.div.Tensor_mode", "aten.div.Scalar_mode", check=_div_mode_check)
 def _div_mode(imp, node, a):
-    q = binary("div", a.self, a.other)
-    return ops.floor(q) if a.rounding_mode == "floor" else q
+    if a.rounding_mode is None:
+        return binary("div", a.self, a.other)
+    want = meta_type(node).element_type   # (ints stay ints: the rounded quotient)
+    x = a.self if isinstance(a.self, ir.Value) else constant(a.self, want)
+    y = a.other if isinstance(a.other, ir.Value) else constant(a.other, want)
+    return (ops.div_floor if a.rounding_mode == "floor" else ops.div_trunc)(cast(x, want), cast(y, want))
 
 
 @register("aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.pow.Scalar")
@@ -1050,4 +1053,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, attention, convolution, elementwise_ops, index_reductions, layout_ops, logical_reductions, norms, pooling, random_ops, scans  # noqa: E402,F401
+from . import activations, attention, convolution, elementwise_ops, index_reductions, indexing, layout_ops, logical_reductions, norms, pooling, random_ops, scans  # noqa: E402,F401

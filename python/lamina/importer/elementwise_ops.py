@@ -72,3 +72,28 @@ register("aten.__lshift__.Scalar", "aten.__lshift__.Tensor", "aten.bitwise_left_
 register("aten.__rshift__.Scalar", "aten.__rshift__.Tensor", "aten.bitwise_right_shift.Tensor",
          "aten.bitwise_right_shift.Tensor_Scalar", "aten.bitwise_right_shift.Scalar_Tensor",
          check=_integer_shift)(_shift(False))
+
+
+# ---- division with a rounding: fmod, remainder, div(rounding_mode=), floor_divide ----------
+# In the result's dtype (torch's promotion, read off the node), as torch computes them.
+
+def _not_bool(node):
+    val = node.meta.get("val")
+    if val is not None and val.dtype == torch.bool:
+        return "a division of bools"
+    return None
+
+
+def _division(op_name: str):
+    def conv(imp, node, a):
+        want = meta_type(node).element_type
+        x = a.self if isinstance(a.self, ir.Value) else constant(a.self, want)
+        y = a.other if isinstance(a.other, ir.Value) else constant(a.other, want)
+        return getattr(ops, op_name)(cast(x, want), cast(y, want))
+    return conv
+
+
+register("aten.fmod.Tensor", "aten.fmod.Scalar", check=_not_bool)(_division("fmod"))
+register("aten.remainder.Tensor", "aten.remainder.Scalar", "aten.remainder.Scalar_Tensor",
+         check=_not_bool)(_division("remainder"))
+register("aten.floor_divide.default", "aten.floor_divide.Scalar", check=_not_bool)(_division("div_floor"))

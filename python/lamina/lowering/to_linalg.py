@@ -360,7 +360,7 @@ def _unary_scalar(name: str, x: ir.Value, attrs: dict) -> ir.Value:
     ct = _upcast(t)
     y = convert(x, ct)
     one = lambda: _const(ct, 1.0)  # noqa: E731
-    if name in ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "sqrt", "rsqrt"):
+    if name in ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "sqrt", "rsqrt") + infer.TRIG_UNARY:
         r = getattr(math, name)(y)
     elif name == "reciprocal":
         r = arith.divf(one(), y)
@@ -490,6 +490,64 @@ def _lower_shift(op: ir.Operation) -> ir.Value:
             return arith.select(inside, arith.shli(x, s), _const(ct, 0))
         return arith.shrsi(x, arith.select(inside, s, _const(ct, bits - 1)))
     return _elementwise(list(op.operands), rt, shift)
+
+
+@lowering(*infer.DIVISION_OPS)
+def _lower_division(op: ir.Operation) -> ir.Value:
+    """fmod / remainder / div_trunc / div_floor as torch computes them. Floats: arith.remf
+    (C's fmod, exact), the remainder moved to the divisor's sign, trunc/floor of the true
+    quotient. Integers: the divisor 0 becomes 1 and -1 is handled apart (x86's idiv traps on
+    both: a division by zero and INT_MIN / -1), so a bad divisor never crashes the process."""
+    name = op.name.split(".", 1)[1]
+    rt = _rt(op.results[0])
+    ct = rt.element_type
+
+    def to_divisor_sign(r, b, zero, lt):
+        fix = arith.andi(arith.cmpi(arith.CmpIPredicate.ne, r, zero) if not _is_float(ct)
+                         else arith.cmpf(arith.CmpFPredicate.UNE, r, zero),
+                         arith.xori(lt(r, zero), lt(b, zero)))
+        return arith.select(fix, (arith.addf if _is_float(ct) else arith.addi)(r, b), r)
+
+    def float_body(a, b):
+        zero = _const(ct, 0.0)
+        lt = lambda x, y: arith.cmpf(arith.CmpFPredicate.OLT, x, y)  # noqa: E731
+        if name == "fmod":
+            return arith.remf(a, b)
+        if name == "remainder":
+            return to_divisor_sign(arith.remf(a, b), b, zero, lt)
+        q = arith.divf(a, b)
+        if name == "div_trunc":
+            return math.trunc(q)
+        # torch's floor division of floats (div_floor_floating), which rounds the exact
+        # quotient: from the fmod remainder, not floor(a / b) (-1 // inf is -1, not -0)
+        mod = arith.remf(a, b)
+        div = arith.divf(arith.subf(a, mod), b)
+        off = arith.andi(arith.cmpf(arith.CmpFPredicate.UNE, mod, zero),
+                         arith.xori(lt(b, zero), lt(mod, zero)))
+        div = arith.select(off, arith.subf(div, _const(ct, 1.0)), div)
+        fl = math.floor(div)
+        fl = arith.select(arith.cmpf(arith.CmpFPredicate.OGT, arith.subf(div, fl), _const(ct, 0.5)),
+                          arith.addf(fl, _const(ct, 1.0)), fl)
+        fl = arith.select(arith.cmpf(arith.CmpFPredicate.UNE, div, zero), fl, math.copysign(zero, q))
+        return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, b, zero), q, fl)
+
+    def int_body(a, b):
+        zero, one, minus_one = _const(ct, 0), _const(ct, 1), _const(ct, -1)
+        lt = lambda x, y: arith.cmpi(arith.CmpIPredicate.slt, x, y)  # noqa: E731
+        is_zero = arith.cmpi(arith.CmpIPredicate.eq, b, zero)
+        is_minus_one = arith.cmpi(arith.CmpIPredicate.eq, b, minus_one)
+        safe = arith.select(arith.ori(is_zero, is_minus_one), one, b)
+        if name in ("fmod", "remainder"):
+            r = arith.remsi(a, safe)
+            if name == "remainder":
+                r = to_divisor_sign(r, safe, zero, lt)
+            return arith.select(arith.ori(is_zero, is_minus_one), zero, r)
+        q = arith.divsi(a, safe) if name == "div_trunc" else arith.floordivsi(a, safe)
+        q = arith.select(is_minus_one, arith.subi(zero, a), q)
+        return arith.select(is_zero, zero, q)
+
+    body = float_body if _is_float(ct) else int_body
+    return _elementwise(list(op.operands), rt, lambda x, y: body(convert(x, ct), convert(y, ct)))
 
 
 @lowering("bitwise_not")
@@ -1262,4 +1320,5 @@ def run(module: ir.Module, **options) -> None:
 
 # Op families in modules of their own (they register into _LOWERINGS on import).
 from . import convolution  # noqa: E402,F401
+from . import indirect  # noqa: E402,F401
 from . import random  # noqa: E402,F401

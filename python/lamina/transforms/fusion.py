@@ -43,6 +43,8 @@ KIND_ATTR = "lamina.kernel_kind"
 CONTRACTION_OPS = {"matmul", "convolution"}
 REDUCTION_OPS = set(infer.REDUCE_OPS) | {"softmax", "log_softmax"}
 DATA_MOVEMENT_OPS = {"reshape", "transpose", "slice", "concat", "index_select", "broadcast_to"}
+# A scatter is a sequential loop (lowering/indirect.py): a kernel of its own, nothing fused in.
+SCATTER_OPS = {"scatter"}
 # Contractions from this size (2*M*N*K per call, batches included) run as one library call
 # on the CPU (codegen/blas.py) rather than a tiled kernel; their transposed operands join
 # their kernel as views.
@@ -50,10 +52,12 @@ LARGE_CONTRACTION_FLOPS = 2 * 128 * 128 * 64
 
 
 def op_kind(op_name: str) -> str:
-    """'contraction' | 'reduction' | 'data_movement' | 'pointwise' for a lamina op name."""
+    """'contraction' | 'reduction' | 'scatter' | 'data_movement' | 'pointwise' for a lamina op name."""
     name = op_name.removeprefix("lamina.")
     if name in CONTRACTION_OPS:
         return "contraction"
+    if name in SCATTER_OPS:
+        return "scatter"
     if name in REDUCTION_OPS:
         return "reduction"
     if name in DATA_MOVEMENT_OPS:
@@ -67,7 +71,7 @@ def kernel_kind(op_names) -> str:
     if sum(op_kind(n) == "contraction" for n in op_names) == 2 and "lamina.softmax" in op_names:
         return "attention"
     kinds = {op_kind(n) for n in op_names if n != "lamina.constant"}
-    for kind in ("contraction", "reduction", "pointwise", "data_movement"):
+    for kind in ("scatter", "contraction", "reduction", "pointwise", "data_movement"):
         if kind in kinds:
             return kind
     return "data_movement"  # only constants
@@ -106,11 +110,12 @@ def fuse_function(func_op, attention: bool = False) -> int:
         return _complete_user_labels(groupable)
     inside = _attention_spans(groupable) if attention else set()
     after_contraction = _depend_on_contractions(groupable)
-    kernel, has_contraction, started = 0, False, False
+    kernel, has_contraction, started, after_scatter = 0, False, False, False
     for i, op in enumerate(groupable):
         kind = op_kind(op.name)
-        cut = kind == "contraction" or (kind in ("reduction", "data_movement") and has_contraction
-                                        and not _side_reshape(op, after_contraction))
+        cut = kind in ("contraction", "scatter") or after_scatter or (
+            kind in ("reduction", "data_movement") and has_contraction and not _side_reshape(op, after_contraction))
+        after_scatter = kind == "scatter"
         if kind == "contraction" and i > 0 and _folds_into_next(groupable[i - 1], op):
             cut = False  # its transposed operand opened this kernel
         elif i + 1 < len(groupable) and _folds_into_next(op, groupable[i + 1]):

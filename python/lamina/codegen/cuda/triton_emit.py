@@ -280,6 +280,8 @@ class _KernelCodegen(_Emitter):
         for c in k.contractions:
             if chain is None or c.operation not in (chain.c1, chain.c2):
                 self._contraction(c)
+        for loop in k.scatters:
+            self._scatter(loop.operation)
         # 2. the stored results, grouped by row structure
         groups: dict = {}
         from .operand_views import view_outputs_of
@@ -530,6 +532,40 @@ class _KernelCodegen(_Emitter):
         self.materialized[res] = (cname, True, None)
         if not self._is_zero_fill(init):
             self.accumulate_into[res] = init
+
+    def _scatter(self, loop) -> None:
+        """A lamina.scatter loop (lowering/indirect.py) as torch's in-place scatter on the GPU,
+        into the kernel's output when that is all the output is: dest copied, then
+        index_put_ (accumulate for "add"; duplicate positions without a reduction keep one
+        of their updates, as eager's CUDA index_put_) or scatter_reduce_ (mul, max, min)."""
+        reduce = ir.StringAttr(loop.attributes["lamina.scatter"]).value
+        dest = loop.operands[3]
+        body = loop.regions[0].blocks[0]
+        inside = set(body.arguments)
+        reads = [op.operands[0] for op in body.operations
+                 if op.operation.name == "tensor.extract" and op.operands[0] not in inside]
+        if len(reads) != 2:
+            raise Unsupported("a scatter loop that is not lowering/indirect.py's")
+        views = []
+        for v in (dest, reads[0], reads[1]):
+            view = self._torch_view(v)
+            views.append(view if view is not None else self._materialize(v))
+        res = loop.results[0]
+        out = next((o for x, o in self.k.stores if x == res), None)
+        if out is not None and self.k.contiguous(out):
+            target = f"a{out}"
+            self.launcher.append(f"{target}.copy_({views[0]})")
+        else:
+            target = f"c{self.contraction_count}"
+            self.contraction_count += 1
+            self.launcher.append(f"{target} = {views[0]}.clone()")
+        idx = f"{views[1]}.long()"
+        if reduce in ("none", "add"):
+            self.launcher.append(f"{target}.index_put_(({idx},), {views[2]}, accumulate={reduce == 'add'})")
+        else:
+            torch_reduce = {"mul": "prod", "max": "amax", "min": "amin"}[reduce]
+            self.launcher.append(f"{target}.scatter_reduce_(0, {idx}, {views[2]}, {torch_reduce!r})")
+        self.materialized[res] = (target, True, out if target.startswith("a") else None)
 
     def _unpadded(self, x, r: int):
         """(source, padding) when x is lowering/convolution.py's symmetric zero padding of a

@@ -72,7 +72,12 @@ def shr_logical(a, b):
 
 @triton.jit
 def fmod(a, b):
-    return a - trunc(a / b) * b
+    """C's fmod. A quotient that rounds across an integer leaves a remainder off by |b|, of
+    the wrong sign: moved back; a finite a over an infinite b is a itself."""
+    r = a - trunc(a / b) * b
+    wrong = tl.where(r != 0, (r < 0) != (a < 0), False)
+    r = tl.where(wrong, r + tl.where(a < 0, -tl.abs(b), tl.abs(b)), r)
+    return tl.where(tl.abs(b) == float("inf"), tl.where(tl.abs(a) == float("inf"), a - a, a), r)
 
 
 @triton.jit
@@ -163,9 +168,14 @@ def atan(x):
 
 @triton.jit
 def atan2(y, x):
+    """IEEE atan2, signed zeros included: atan2(+-0, -0) = +-pi, atan2(y != 0, +-0) = +-pi/2."""
     a = atan(y / x)
-    a = tl.where(x < 0, tl.where(y < 0, a - 3.141592653589793, a + 3.141592653589793), a)
-    return tl.where(x == 0, tl.where(y == 0, y, a), a)   # atan2(+-0, 0) = +-0
+    y_neg = tl.where(y == 0, 1.0 / y < 0, y < 0)
+    a = tl.where(x < 0, tl.where(y_neg, a - 3.141592653589793, a + 3.141592653589793), a)
+    x_neg_zero = tl.where(x == 0, 1.0 / x < 0, False)
+    at_zero_x = tl.where(y == 0, tl.where(x_neg_zero, tl.where(y_neg, -3.141592653589793, 3.141592653589793), y),
+                         tl.where(y_neg, -1.5707963267948966, 1.5707963267948966))
+    return tl.where(x == 0, at_zero_x, a)
 
 
 @triton.jit
@@ -193,3 +203,30 @@ def pow(a, b):
     r = tl.where(a < 0, tl.where(odd, r * -1.0, tl.where(b_int, r, float("nan"))), r)
     r = tl.where(b == 0, 1.0, r)
     return tl.where(a == 0, tl.where(b > 0, 0.0, r), r)
+
+
+@triton.jit
+def asinh(x):
+    """sign(x) * log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation near 0; |x| > 2^26
+    as log(2|x|) (x^2 overflows)."""
+    a = tl.abs(x)
+    big = a > 67108864.0
+    a2 = tl.where(big, 0.0, a)
+    r = tl.where(big, tl.log(a) + 0.6931471805599453, log1p(a2 + a2 * a2 / (1.0 + tl.sqrt(1.0 + a2 * a2))))
+    return tl.where(x < 0, -r, r)
+
+
+@triton.jit
+def acosh(x):
+    """log1p(t + sqrt(t * (t + 2))), t = x - 1 (exact near 1); large x as log(2x); NaN below 1."""
+    big = x > 67108864.0
+    t = tl.where(big, 0.0, x - 1.0)
+    r = tl.where(big, tl.log(x) + 0.6931471805599453, log1p(t + tl.sqrt(t * (t + 2.0))))
+    return tl.where(x < 1.0, float("nan"), r)
+
+
+@triton.jit
+def atanh(x):
+    """0.5 * log1p(2x / (1 - x)) (exact near 0; +-inf at +-1, NaN outside)."""
+    r = 0.5 * log1p(2.0 * x / (1.0 - x))
+    return tl.where(tl.abs(x) == 1.0, x / 0.0, r)

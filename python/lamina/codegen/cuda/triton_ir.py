@@ -112,6 +112,9 @@ class _Kernel:
                 self.stores.append((op.operands[0], self.args.index(op.operands[1])))
         # contractions and convolutions run on the vendor libraries through torch (triton_emit)
         self.contractions = [op for op in self.block.operations if _is_contraction(op) or is_convolution(op)]
+        # scatters (lowering/indirect.py's loops) run on torch's index_put_ / scatter_reduce_
+        self.scatters = [op for op in self.block.operations
+                         if op.operation.name == "scf.for" and "lamina.scatter" in op.operation.attributes]
 
     def arg_name(self, i: int) -> str:
         return f"a{i}"

@@ -214,6 +214,7 @@ _TEMPLATES = {
     "math.fpowi": "lh.pow({0}, {1}.to(tl.float32))", "math.atan2": "lh.atan2({0}, {1})",
     "math.fma": "{0} * {1} + {2}", "math.copysign": "lh.copysign({0}, {1})", "math.isnan": "{0} != {0}",
     "math.isinf": "tl.abs({0}) == float('inf')",
+    "math.asinh": "lh.asinh({0})", "math.acosh": "lh.acosh({0})", "math.atanh": "lh.atanh({0})",
     # not `-x`: Triton computes 0 - x, which loses the sign of a zero
     "arith.negf": "{0} * -1.0",
     "arith.remf": "lh.fmod({0}, {1})",

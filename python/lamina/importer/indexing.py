@@ -1,0 +1,333 @@
+"""Converters of the indexing family (torch-mlir's IndirectDataMovement): advanced indexing
+(`aten.index.Tensor`) and `gather`, both as one lamina.index_select of a flattened view.
+
+    x[i0, i1]   (i0, i1 broadcast to B; indexed dims d0, d1 adjacent, of sizes n0, n1)
+      = index_select(reshape(x, [..., n0 * n1, ...]), i0' * n1 + i1', dim=d0)   -> [..., *B, ...]
+    gather(x, d, idx)[p] = flat(x)[idx[p] * stride_d + sum_{e != d} p_e * stride_e]
+
+with i' the index wrapped (negative counts from the end) and clamped to [0, n): an index out
+of range reads an element of x, never memory outside it. (Eager raises IndexError there;
+lamina does not check yet: docs/ops.md.) Indexed dims that are not adjacent move to the
+front first, where torch puts the broadcast index dims too.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..dialect import ops
+from ..dialect import types as T
+from .aten_ops import cast, constant, constant_from_array, elem, rank, register, shape
+
+_I64 = "i64"
+
+
+def _index_tensors(node) -> list:
+    """The FakeTensors of aten.index.Tensor's `indices` (None where a dim is not indexed)."""
+    return [None if t is None else t.meta.get("val") for t in node.args[1]]
+
+
+def _index_check(node) -> str | None:
+    x = node.args[0].meta.get("val")
+    idx = _index_tensors(node)
+    if any(t is not None and t.dtype in (torch.bool, torch.uint8) for t in idx):
+        return "a boolean mask index (the result's size depends on the data)"
+    if any(t is not None and not isinstance(t, torch.Tensor) for t in idx):
+        return "an index that is not a tensor"
+    for d, t in enumerate(idx):
+        if t is not None and not isinstance(x.shape[d], int):
+            return "an indexed dim of symbolic size (not supported yet)"
+        if t is not None and x.shape[d] == 0 and t.numel() != 0:
+            return "an index into a dim of size 0 (eager raises IndexError)"
+    return None
+
+
+def _wrapped(index, size: int):
+    """`index` (any integer type) as i64 in [0, size): negative counts from the end, and an
+    index out of range is clamped (a read inside x)."""
+    i = cast(index, T.element_type(_I64))
+    n = constant(size, _I64)
+    i = ops.where(ops.lt(i, constant(0, _I64)), ops.add(i, n), i)
+    return ops.minimum(ops.maximum(i, constant(0, _I64)), constant(max(size - 1, 0), _I64))
+
+
+def _flatten_dims(x, start: int, count: int):
+    """x with dims [start, start + count) merged into one."""
+    s = shape(x)
+    merged = s[:start] + [math.prod(s[start:start + count])] + s[start + count:]
+    return x if count == 1 else ops.reshape(x, result_type=T.tensor_type(merged, elem(x)))
+
+
+@register("aten.index.Tensor", check=_index_check)
+def _index(imp, node, a):
+    x = a.self
+    indices = list(a.indices) + [None] * (rank(x) - len(a.indices))
+    positions = [d for d, t in enumerate(indices) if t is not None]
+    if not positions:
+        return x
+    if positions != list(range(positions[0], positions[-1] + 1)):
+        # not adjacent: the indexed dims go first, and so do the index dims of the result
+        perm = positions + [d for d in range(rank(x)) if d not in positions]
+        x = ops.transpose(x, perm=perm)
+        indices = [indices[d] for d in perm]
+        positions = list(range(len(positions)))
+    start, sizes = positions[0], [shape(x)[d] for d in positions]
+    flat = None
+    for d, size in zip(positions, sizes):   # Horner: ((i0 * n1) + i1) * n2 + i2 ...
+        i = _wrapped(indices[d], size)
+        flat = i if flat is None else ops.add(ops.mul(flat, constant(size, _I64)), i)
+    return ops.index_select(_flatten_dims(x, start, len(positions)), flat, dim=start)
+
+
+def _gather_check(node) -> str | None:
+    x, idx = node.args[0].meta.get("val"), node.args[2].meta.get("val")
+    if any(not isinstance(s, int) for s in (*x.shape, *idx.shape)):
+        return "gather with symbolic sizes (not supported yet)"
+    if node.kwargs.get("sparse_grad"):
+        return "gather with sparse_grad"
+    dim = node.args[1] % max(x.dim(), 1)
+    if x.dim() and x.shape[dim] == 0 and idx.numel() != 0:
+        return "gather from a dim of size 0 (eager raises)"
+    return None
+
+
+@register("aten.gather.default", check=_gather_check)
+def _gather(imp, node, a):
+    x, idx = a.self, a.index
+    r = rank(x)
+    if r == 0:   # a 0-d x: every index must be 0 (or -1); the value, in idx's shape
+        return ops.broadcast_to(x, result_type=T.tensor_type(shape(idx), elem(x)))
+    dim = a.dim % r
+    xs, ishape = shape(x), shape(idx)
+    strides = [math.prod(xs[d + 1:]) for d in range(r)]
+    flat = ops.mul(_wrapped(idx, xs[dim]), constant(strides[dim], _I64))
+    for d in range(r):
+        if d == dim or ishape[d] == 1:
+            continue
+        # p_d * stride_d as a [1, .., n_d, .., 1] table, broadcast by the add
+        table = np.arange(ishape[d], dtype=np.int64).reshape([ishape[d] if e == d else 1 for e in range(r)])
+        flat = ops.add(flat, constant_from_array(table * strides[d], T.element_type(_I64)))
+    whole = ops.reshape(x, result_type=T.tensor_type([math.prod(xs)], elem(x)))
+    return ops.index_select(whole, flat, dim=0)
+
+
+# ---- scatters: index_put, scatter, scatter_add, scatter_reduce --------------------------------
+# One lamina.scatter of x flattened to 1-D, the updates and their flat positions flattened
+# in the same order (row-major over the update's shape): duplicates combine in that order,
+# as eager's CPU kernels do.
+
+_REDUCE = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul", "amax": "max", "amin": "min"}
+
+
+def _scatter_flat(x, flat, updates, reduce: str):
+    """lamina.scatter of `updates` into x at the flat positions `flat` (same shape)."""
+    n = math.prod(shape(flat))
+    as_1d = lambda v: ops.reshape(v, result_type=T.tensor_type([n], elem(v)))   # noqa: E731
+    whole = ops.reshape(x, result_type=T.tensor_type([math.prod(shape(x))], elem(x)))
+    out = ops.scatter(whole, as_1d(flat), as_1d(updates), reduce=reduce)
+    return ops.reshape(out, result_type=x.type)
+
+
+def _iota_offsets(flat, dims, sizes, strides):
+    """flat + sum over `dims` of (position along d) * strides[d], as broadcast [1, n_d, 1] tables."""
+    r = len(sizes)
+    for d in dims:
+        if sizes[d] == 1 or strides[d] == 0:
+            continue
+        table = np.arange(sizes[d], dtype=np.int64).reshape([sizes[d] if e == d else 1 for e in range(r)])
+        flat = ops.add(flat, constant_from_array(table * strides[d], T.element_type(_I64)))
+    return flat
+
+
+def _index_put_check(node) -> str | None:
+    x = node.args[0].meta.get("val")
+    if any(not isinstance(s, int) for s in x.shape):
+        return "index_put with symbolic sizes (not supported yet)"
+    for t in node.args[1]:
+        v = None if t is None else t.meta.get("val")
+        if v is not None and v.dtype in (torch.bool, torch.uint8):
+            return "index_put with a boolean mask index (data-dependent positions)"
+        if v is not None and any(not isinstance(s, int) for s in v.shape):
+            return "index_put with symbolic index sizes (not supported yet)"
+    if x.dtype == torch.bool and len(node.args) > 3 and node.args[3]:
+        return "index_put accumulating bools"
+    return None
+
+
+@register("aten.index_put.default", check=_index_put_check)
+def _index_put(imp, node, a):
+    x = a.self
+    indices = list(a.indices) + [None] * (rank(x) - len(a.indices))
+    positions = [d for d, t in enumerate(indices) if t is not None]
+    if not positions:
+        return x
+    perm = None
+    if positions != list(range(positions[0], positions[-1] + 1)):
+        perm = positions + [d for d in range(rank(x)) if d not in positions]
+        x = ops.transpose(x, perm=perm)
+        indices = [indices[d] for d in perm]
+        positions = list(range(len(positions)))
+    xs = shape(x)
+    strides = [math.prod(xs[d + 1:]) for d in range(len(xs))]
+    start, k = positions[0], len(positions)
+    flat = None   # the indexed dims' part of the flat position, in the broadcast index shape
+    for d in positions:
+        part = ops.mul(_wrapped(indices[d], xs[d]), constant(strides[d], _I64))
+        flat = part if flat is None else ops.add(flat, part)
+    bshape = shape(flat)
+    # the updated region x[indices] has shape pre + B + post: lay flat out in it
+    pre, post = xs[:start], xs[start + k:]
+    region = pre + bshape + post
+    flat = ops.reshape(flat, result_type=T.tensor_type([1] * len(pre) + bshape + [1] * len(post), _elem_i64()))
+    others = list(range(len(pre))) + list(range(len(pre) + len(bshape), len(region)))
+    region_strides = [strides[d] for d in range(len(pre))] + [0] * len(bshape) + [strides[start + k + j] for j in range(len(post))]
+    flat = ops.broadcast_to(flat, result_type=T.tensor_type(region, _elem_i64())) if shape(flat) != region else flat
+    flat = _iota_offsets(flat, others, region, region_strides)
+    values = cast(a["values"], elem(x))   # (a.values is dict.values)
+    if shape(values) != region:
+        values = ops.broadcast_to(values, result_type=T.tensor_type(region, elem(x)))
+    out = _scatter_flat(x, flat, values, "add" if a.accumulate else "none")
+    if perm is not None:
+        inverse = [perm.index(d) for d in range(len(perm))]
+        out = ops.transpose(out, perm=inverse)
+    return out
+
+
+def _elem_i64():
+    return T.element_type(_I64)
+
+
+def _scatter_positions(x, dim: int, idx):
+    """Flat positions in x of scatter(x, dim, idx, ...): idx at `dim`, the element's own
+    position elsewhere."""
+    r = rank(x)
+    xs, ishape = shape(x), shape(idx)
+    strides = [math.prod(xs[d + 1:]) for d in range(r)]
+    flat = ops.mul(_wrapped(idx, xs[dim]), constant(strides[dim], _I64))
+    return _iota_offsets(flat, [d for d in range(r) if d != dim], ishape, strides)
+
+
+def _src_region(src, ishape):
+    """The leading index-shaped block of src (scatter reads only that much of it)."""
+    from .aten_ops import slice_
+
+    for d, n in enumerate(ishape):
+        if shape(src)[d] != n:
+            src = slice_(src, d, 0, n)
+    return src
+
+
+def _scatter_check(node) -> str | None:
+    x, idx = node.args[0].meta.get("val"), node.args[2].meta.get("val")
+    if any(not isinstance(s, int) for s in (*x.shape, *idx.shape)):
+        return "scatter with symbolic sizes (not supported yet)"
+    reduce = node.kwargs.get("reduce", node.args[4] if len(node.args) > 4 else None)
+    if reduce is not None and reduce not in _REDUCE and reduce != "mean":
+        return f"scatter reduce={reduce!r}"
+    if reduce == "mean" and not x.dtype.is_floating_point:
+        return "scatter_reduce mean of integers (torch floors the mean)"
+    if x.dtype == torch.bool and reduce is not None:
+        return "a scatter reduction of bools"
+    if x.dim() == 0 or idx.numel() == 0:
+        return None
+    dim = node.args[1] % x.dim()
+    if x.shape[dim] == 0:
+        return "a scatter into a dim of size 0 (eager raises)"
+    return None
+
+
+@register("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce", "aten.scatter.value_reduce",
+          "aten.scatter_add.default", check=_scatter_check)
+def _scatter(imp, node, a):
+    x, idx = a.self, a.index
+    if rank(x) == 0 or math.prod(shape(idx)) == 0:
+        return _scatter_0d(x, a, node) if rank(x) == 0 and math.prod(shape(idx)) else x
+    dim = a.dim % rank(x)
+    src = a.get("src")
+    if src is None:
+        src = ops.broadcast_to(constant(a.value, elem(x)), result_type=T.tensor_type(shape(idx), elem(x)))
+    else:
+        src = cast(_src_region(src, shape(idx)), elem(x))
+    if "scatter_add" in str(node.target):
+        reduce = "add"
+    else:
+        reduce = _REDUCE[a.reduce] if a.get("reduce") else "none"
+    return _scatter_flat(x, _scatter_positions(x, dim, idx), src, reduce)
+
+
+def _scatter_0d(x, a, node):
+    """A 0-d x: every index addresses it; the reduction of the updates (or the last one)."""
+    src = a.get("src")
+    src = constant(a.value, elem(x)) if src is None else cast(src, elem(x))
+    whole = ops.reshape(x, result_type=T.tensor_type([1], elem(x)))
+    n = math.prod(shape(a.index))
+    upd = ops.reshape(_src_region(src, shape(a.index)) if rank(src) else
+                      ops.broadcast_to(src, result_type=T.tensor_type(shape(a.index), elem(x))),
+                      result_type=T.tensor_type([n], elem(x)))
+    reduce = "add" if "scatter_add" in str(node.target) else (_REDUCE[a.reduce] if a.get("reduce") else "none")
+    out = ops.scatter(whole, constant_from_array(np.zeros(n, dtype=np.int64), _elem_i64()), upd, reduce=reduce)
+    return ops.reshape(out, result_type=x.type)
+
+
+_IDENTITY = {"add": 0, "mul": 1, "max": float("-inf"), "min": float("inf")}
+
+
+def _identity(reduce: str, et):
+    v = _IDENTITY[reduce]
+    if not T.is_float(et) and reduce in ("max", "min"):
+        info = torch.iinfo(T.name_to_torch_dtype(str(et)))
+        v = info.min if reduce == "max" else info.max
+    return constant(v, et)
+
+
+@register("aten.scatter_reduce.two", check=_scatter_check)
+def _scatter_reduce(imp, node, a):
+    x, idx = a.self, a.index
+    if math.prod(shape(idx)) == 0:
+        return x
+    if rank(x) == 0:
+        raise NotImplementedError("scatter_reduce of a 0-d tensor")
+    dim = a.dim % rank(x)
+    et = elem(x)
+    src = cast(_src_region(a.src, shape(idx)), et)
+    pos = _scatter_positions(x, dim, idx)
+    mean = a.reduce == "mean"
+    reduce = "add" if mean else _REDUCE[a.reduce]
+    base = x
+    if not a.include_self:   # the positions any update reaches start from the identity
+        touched = _scatter_flat(ops.broadcast_to(constant(0, "i8"), result_type=T.tensor_type(shape(x), T.element_type("i8"))),
+                                pos, ops.broadcast_to(constant(1, "i8"), result_type=T.tensor_type(shape(idx), T.element_type("i8"))),
+                                "none")
+        touched = ops.ne(touched, constant(0, "i8"))
+        base = ops.where(touched, ops.broadcast_to(_identity(reduce, et), result_type=x.type), x)
+    out = _scatter_flat(base, pos, src, reduce)
+    if mean:   # sum / count, the count including self when include_self
+        ones = ops.broadcast_to(constant(1.0, et), result_type=T.tensor_type(shape(idx), et))
+        start = constant(1.0 if a.include_self else 0.0, et)
+        count = _scatter_flat(ops.broadcast_to(start, result_type=x.type), pos, ones, "add")
+        out = ops.where(ops.gt(count, constant(0.0, et)), ops.div(out, ops.maximum(count, constant(1.0, et))), out)
+    return out
+
+
+def _diagonal_scatter_check(node) -> str | None:
+    x = node.args[0].meta.get("val")
+    if any(not isinstance(s, int) for s in x.shape):
+        return "diagonal_scatter with symbolic sizes (not supported yet)"
+    return None
+
+
+@register("aten.diagonal_scatter.default", check=_diagonal_scatter_check)
+def _diagonal_scatter(imp, node, a):
+    """src written over the diagonal (torch.diagonal(x, offset, dim1, dim2)'s elements) of x:
+    their flat positions, a table from the static sizes, and one scatter."""
+    x, src = a.self, a.src
+    xs = shape(x)
+    r = len(xs)
+    d1, d2 = a.dim1 % r, a.dim2 % r
+    positions = np.arange(math.prod(xs), dtype=np.int64).reshape(xs)
+    diag = np.diagonal(positions, offset=a.offset, axis1=d1, axis2=d2)   # numpy: the same layout as torch
+    if diag.size == 0:
+        return x
+    return _scatter_flat(x, constant_from_array(np.ascontiguousarray(diag), _elem_i64()), cast(src, elem(x)), "none")

@@ -1,0 +1,74 @@
+"""Advanced indexing (aten.index.Tensor) and gather, strict, against eager: several index
+tensors that broadcast, slices/None between them (adjacent and not), negative and int32
+indices, 0-d and empty indices, non-contiguous, int, bool and bf16 values."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+lamina_backend = pytest.importorskip("lamina.backend")
+
+G = torch.Generator().manual_seed(0)
+X = torch.randn(5, 6, 7, generator=G)
+XI = torch.randint(-9, 9, (5, 6, 7), generator=G)
+I = torch.tensor([0, -1, 2, 4])
+J = torch.tensor([[1], [5], [-2]])
+G1 = torch.randint(0, 6, (5, 3, 7), generator=G)
+G2 = torch.randint(0, 7, (2, 3, 4), generator=G)
+G0 = torch.randint(0, 5, (3, 6, 1), generator=G)
+GI = torch.randint(0, 7, (5, 6, 2), generator=G)
+CASES = [
+    ("first_dim", lambda x: x[I], X),
+    ("middle_dim", lambda x: x[:, I], X),
+    ("last_dim_int32_index", lambda x: x[..., I.int()], X),
+    ("two_adjacent_broadcast", lambda x: x[:, J, I], X),
+    ("two_adjacent_leading", lambda x: x[J.clamp(max=4), I], X),
+    ("not_adjacent_go_first", lambda x: x[I, :, J], X),
+    ("three_indices", lambda x: x[I, J, torch.tensor(3)], X),
+    ("zero_d_index", lambda x: x[torch.tensor(3)], X),
+    ("empty_index", lambda x: x[:, torch.tensor([], dtype=torch.long)], X),
+    ("noncontiguous", lambda x: x.transpose(0, 2)[I], X),
+    ("int_values", lambda x: x[:, I] * 2, XI),
+    ("bool_values", lambda x: (x > 0)[I, :, J], XI),
+    ("bf16_values", lambda x: x.bfloat16()[:, J], X),
+    ("index_then_math", lambda x: (x[I] + 1).sum(1), X),
+    ("gather_dim1", lambda x: torch.gather(x, 1, G1), X),
+    ("gather_neg_dim_smaller", lambda x: torch.gather(x, -1, G2), X),
+    ("gather_dim0", lambda x: torch.gather(x, 0, G0), X),
+    ("gather_1d", lambda x: torch.gather(x.flatten(), 0, torch.tensor([209, 0, 3])), X),
+    ("gather_int", lambda x: torch.gather(x, 2, GI), XI),
+    ("gather_empty", lambda x: torch.gather(x, 1, torch.zeros(5, 0, 7, dtype=torch.long)), X),
+    ("take_along_dim_argsort_free", lambda x: torch.take_along_dim(x, x.argmax(1, keepdim=True), 1), X),
+]
+
+
+@pytest.mark.parametrize("fn,x", [pytest.param(f, x, id=i) for i, f, x in CASES])
+def test_matches_eager(fn, x):
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(x)
+    ref = fn(x)
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    torch.testing.assert_close(out, ref, equal_nan=True)
+    assert lamina_backend.last_report()["fallback_ops"] == []
+
+
+def test_index_tensors_are_inputs():
+    fn = lambda x, i, j: x[i, :, j] * 2   # noqa: E731
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(X, I, J)
+    torch.testing.assert_close(out, fn(X, I, J))
+
+
+def test_out_of_range_index_reads_inside_the_tensor():
+    """Eager raises IndexError; lamina (no check yet) clamps: never a read outside x."""
+    fn = lambda x, i: x[i]   # noqa: E731
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina")(X, torch.tensor([1_000_000_000, -1_000_000_000]))
+    torch.testing.assert_close(out, X[[4, 0]])
+
+
+def test_boolean_mask_falls_back_with_a_reason():
+    torch._dynamo.reset()
+    fn = lambda x: x[x > 0] * 2   # noqa: E731
+    out = torch.compile(fn, backend="lamina")(X)
+    torch.testing.assert_close(out, fn(X))
