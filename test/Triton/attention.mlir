@@ -1,6 +1,7 @@
 // RUN: lamina-opt %s --lamina-fuse=attention=1 | FileCheck %s --check-prefix=FUSE
 // RUN: lamina-opt %s --lamina-fuse | FileCheck %s --check-prefix=NOATT
 // RUN: lamina-opt %s --lamina-fuse=attention=1 --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
+// RUN: env LAMINA_FP32_ATTENTION_DOT=ieee lamina-opt %s --lamina-fuse=attention=1 --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s --check-prefix=IEEE
 
 // Scaled attention with an additive mask: with attention=1 (the cuda target) the chain from
 // the first matmul to the second is one kernel, and it becomes one flash program: S's block
@@ -30,7 +31,10 @@ func.func @att(%q: tensor<8x64x32xf32>, %kt: tensor<8x32x64xf32>, %v: tensor<8x6
 // CHECK: qb = tl.load(fq + q_base + xq * q_st2 + dq * q_st3, mask=xmask, other=0.0)
 // CHECK: for roff in range(0, fN, RBLOCK):
 // CHECK: kb = tl.load(fk + k_base + dk * k_st2 + r * k_st3, mask=rmask, other=0.0)
-// CHECK: qk = tl.dot(qb, kb, input_precision="ieee")
+// fp32 without TF32: three TF32 products per dot (fp32-level error on tensor cores); IEEE
+// (FMA units) when asked for
+// CHECK: qk = tl.dot(qb, kb, input_precision="tf32x3")
+// IEEE: qk = tl.dot(qb, kb, input_precision="ieee")
 // CHECK: [[SC:v[0-9]+]] = qk * 0.125
 // CHECK: [[B:v[0-9]+]] = tl.load([[BIAS]] + (r + (xi{{[0-9]+}} * 64)), mask=xmask & rmask, other=0)
 // CHECK: [[X:v[0-9]+]] = [[SC]] + [[B]]

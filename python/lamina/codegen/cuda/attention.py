@@ -22,6 +22,7 @@ torch allows TF32 for matmuls (then eager's bmm uses TF32 too).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from mlir import ir
@@ -34,10 +35,10 @@ from .triton_program import _Program, _ProgramBuilder, _Scope
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 _MATMULS = ("linalg.batch_matmul", "linalg.matmul")
 MAX_HEAD_DIM = 256   # static head sizes up to this run in registers (padded to a power of two >= 16)
-# fp32 without TF32: Triton's IEEE fp32 dots run on the FMA units at about half cuBLAS's SGEMM
-# rate (H100: 0.69x the unfused chain at 8x16x1024x64, 1.4-1.6x it up to 2x4x256x256), so the
-# flash program is used while the scores are small enough that memory traffic and launches
-# dominate; symbolic sizes count as fusion.SYMBOLIC_SIZE_ESTIMATE.
+# fp32 with IEEE dots (_fp32_precision): Triton's IEEE fp32 dots run on the FMA units at about
+# half cuBLAS's SGEMM rate (H100: 0.69x the unfused chain at 8x16x1024x64, 1.4-1.6x it up to
+# 2x4x256x256), so the flash program is used while the scores are small enough that memory
+# traffic and launches dominate; symbolic sizes count as fusion.SYMBOLIC_SIZE_ESTIMATE.
 FP32_FLASH_MAX_SCORES = 1 << 22
 
 
@@ -502,9 +503,22 @@ def _launcher_param(cg, b, s: str) -> str:
 
 
 def _fp32_precision() -> str:
+    """input_precision of an fp32 flash program's dots. With TF32 allowed (torch's switch),
+    "tf32", as cuBLAS then. Without: "tf32x3" on tensor cores that take TF32 (sm_80+):
+    each operand split into a TF32 head and tail, three TF32 products, fp32 accumulation;
+    error of the order of fp32 rounding (H100, causal attention against fp64: max error
+    8.5e-7, eager 5.9e-7, IEEE dots 7.8e-7) at 1.9x the speed of the unfused SGEMM chain.
+    "ieee" (FMA units) before sm_80 or when LAMINA_FP32_ATTENTION_DOT=ieee asks for it."""
     import torch
 
-    return "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
+    if torch.backends.cuda.matmul.allow_tf32:
+        return "tf32"
+    asked = os.environ.get("LAMINA_FP32_ATTENTION_DOT", "")
+    if asked in ("ieee", "tf32x3"):
+        return asked
+    if torch.cuda.is_available() and torch.cuda.get_device_capability() < (8, 0):
+        return "ieee"
+    return "tf32x3"
 
 
 def _torch_dtype(elem: str) -> str:

@@ -74,7 +74,7 @@ def attention_configs(d_qk: int, d_v: int, elem: str, batch: int | None = None, 
     (batch, head): with few of those (`batch`) and short sequences (`queries`) the first tile
     would leave most SMs idle (2x4 heads of 256 queries: 32 programs on 132 SMs), so a tile
     with fewer query rows that gives every SM a program goes first (on an H100, 2x4x256x64:
-    fp32 0.039 -> 0.032 ms with 2 warps, bf16 0.030 -> 0.012 ms with 4)."""
+    bf16 0.030 -> 0.012 ms)."""
     tiles = _attention_tiles(d_qk, d_v, elem)
     if batch is None or queries is None:
         return tiles
@@ -85,7 +85,7 @@ def attention_configs(d_qk: int, d_v: int, elem: str, batch: int | None = None, 
         x //= 2
     if x == first["XBLOCK"]:
         return tiles
-    narrow = {**first, "XBLOCK": x, "num_warps": 2 if x <= 16 and elem == "f32" else 4}
+    narrow = {**first, "XBLOCK": x}
     return [narrow] + [t for t in tiles if t != narrow]
 
 
@@ -101,14 +101,17 @@ def _sm_count() -> int:
 
 @functools.lru_cache(maxsize=None)
 def _attention_tiles(d_qk: int, d_v: int, elem: str) -> list[dict]:
-    """Flash-attention tiles, heuristic first: smaller tiles for fp32 (IEEE dots run on the
-    FMA units, registers run out first) and for wide heads."""
+    """Flash-attention tiles, heuristic first: smaller tiles for fp32 (its dots' split
+    operands use the registers first) and for wide heads."""
     d = max(d_qk, d_v)
     if d > 256:   # (a symbolic head size, large at run time) small tiles, no pipelining
         cands = [(32, 32, 4, 1), (16, 16, 4, 1)]
     elif elem == "f32":
-        cands = [(64, 32, 4, 2), (64, 64, 8, 2), (32, 32, 4, 2), (16, 32, 2, 2)] if d <= 64 \
-            else [(32, 32, 4, 2), (64, 32, 8, 2), (16, 32, 4, 2)]
+        # tf32x3 dots (three products per tile) hold split operands in registers: narrow
+        # tiles win (H100: 4x8x1024x64 0.188 ms at 32x64, 0.255 at 64x32; 4x8x1024x128
+        # 0.359 at 32x32; d=256 only 16-query tiles, 64 run out of shared memory)
+        cands = [(32, 64, 4, 2), (16, 64, 4, 2), (32, 32, 2, 2)] if d <= 64 \
+            else [(32, 32, 4, 2), (16, 32, 4, 2)] if d <= 128 else [(16, 32, 4, 2), (16, 16, 2, 2)]
     elif d <= 64:   # (few candidates: each is a Triton compile at the first call)
         cands = [(128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3)]
     elif d <= 128:
