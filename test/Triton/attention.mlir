@@ -45,4 +45,6 @@ func.func @att(%q: tensor<8x64x32xf32>, %kt: tensor<8x32x64xf32>, %v: tensor<8x6
 // CHECK: tl.store(fo + fb * o_st0 + xq * o_st1 + dv * o_st2, o.to(tl.float32), mask=xmask)
 // CHECK: def launch(a0, a1, a2, a3, a4):
 // CHECK-NOT: torch.bmm
+// tiles tuned only under autotune="max" (each candidate is a compile of its own)
 // CHECK: run_tuned(att_kernel_0_flash,
+// CHECK-SAME: _autotune == 'max',

@@ -5,8 +5,10 @@
                                       the target of the device the graph's inputs live on
     report   (LAMINA_REPORT=<file>)   append one JSON line per compiled graph
     dump_ir  (LAMINA_DUMP_IR=<dir>)   write the IR after every stage
-    autotune (LAMINA_AUTOTUNE=0: off) cuda target: time block shapes of row programs at their first
-                                      launch (results kept on disk); False: heuristics only
+    autotune (LAMINA_AUTOTUNE=0|max)  cuda target: time block shapes of row programs at their first
+                                      launch (results kept on disk); False: heuristics only; "max":
+                                      flash-attention tiles too (each candidate is a Triton compile:
+                                      as Inductor's max-autotune, a slower first call)
     cudagraphs (LAMINA_CUDAGRAPHS=1)  cuda target: replay each compiled graph from a CUDA graph (one
                                       launch per call; inputs copied in, outputs copied out)
 """
@@ -20,13 +22,18 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _autotune_level(text: str) -> bool | str:
+    text = text.strip().lower()
+    return "max" if text == "max" else text not in ("0", "false", "no", "off")
+
+
 @dataclass
 class Options:
     strict: bool = False
     target: str | None = None
     report: str | None = None
     dump_ir: str | None = None
-    autotune: bool = True
+    autotune: bool | str = True
     cudagraphs: bool = False
 
     @classmethod
@@ -35,11 +42,13 @@ class Options:
                    target=os.environ.get("LAMINA_TARGET") or None,
                    report=os.environ.get("LAMINA_REPORT") or None,
                    dump_ir=os.environ.get("LAMINA_DUMP_IR") or None,
-                   autotune=os.environ.get("LAMINA_AUTOTUNE", "1").strip() != "0",
+                   autotune=_autotune_level(os.environ.get("LAMINA_AUTOTUNE", "1")),
                    cudagraphs=_env_flag("LAMINA_CUDAGRAPHS"))
         known = {f.name for f in fields(cls)}
         for key, value in (options or {}).items():
             if key not in known:
                 raise ValueError(f"unknown lamina option {key!r}; known: {', '.join(sorted(known))}")
             setattr(opts, key, value)
+        if opts.autotune not in (True, False, "max"):
+            raise ValueError(f"lamina option autotune={opts.autotune!r}: expected True, False or 'max'")
         return opts

@@ -1,8 +1,10 @@
 """FastKernel (codegen/cuda/triton_library.py), the GPU launch path, on a stand-in for a Triton
-JIT function: the first launch of a signature goes through the function (Triton compiles and
-launches), later ones call the compiled kernel's `run` directly with the same arguments and
-constexprs in Triton's order; a new size, new meta-parameters or a misaligned tensor take
-the function again. Runs without a GPU (the stream and device queries are stubbed)."""
+JIT function: the first launch of a signature has the function compile it (warmup, no
+launch), then every launch calls the compiled kernel's `run` directly with the arguments and
+constexprs in Triton's order; a new size or new meta-parameters compile again, a misaligned
+tensor goes through the function itself. Runs without a GPU (the stream and device queries
+are stubbed; the stand-in has no cubin, so torch's static launcher is not taken: the GPU runs
+of benchmarks/gpu.sh cover that path)."""
 from types import SimpleNamespace
 
 import torch
@@ -13,9 +15,13 @@ from lamina.codegen.cuda.triton_library import FastKernel
 
 class _Compiled:
     function, packed_metadata = "fn-handle", "meta"
+    asm: dict = {}   # no cubin
 
     def __init__(self, log):
         self.log = log
+
+    def _init_handles(self):
+        self.log.append(("handles",))
 
     def run(self, *a):
         self.log.append(("run", a))
@@ -35,6 +41,10 @@ class _JitStandIn:
             return _Compiled(self.log)
         return launch
 
+    def warmup(self, *args, grid, **meta):
+        self.log.append(("compile", grid, args, meta))
+        return _Compiled(self.log)
+
 
 def _kernel():
     fn = _JitStandIn()
@@ -48,8 +58,9 @@ def test_later_launches_call_the_compiled_kernel_with_tritons_argument_order():
     x, y = torch.zeros(64), torch.zeros(64)
     k[(4,)](x, y, 256, XBLOCK=64, INDEX64=False, num_warps=4)
     k[(4,)](x, y, 256, XBLOCK=64, INDEX64=False, num_warps=4)
-    assert [e[0] for e in fn.log] == ["jit", "run"]
-    _, args = fn.log[1]
+    assert [e[0] for e in fn.log] == ["compile", "handles", "run", "run"]
+    assert fn.log[2] == fn.log[3]
+    _, args = fn.log[3]
     assert args == (4, 1, 1, 7, "fn-handle", "meta", None, None, None, x, y, 256, 64, False)
 
 
@@ -60,9 +71,10 @@ def test_a_new_signature_or_a_misaligned_tensor_goes_through_the_jit_function():
     k[(8,)](x, y, 512, XBLOCK=64, INDEX64=False, num_warps=4)     # another size
     k[(4,)](x, y, 256, XBLOCK=128, INDEX64=False, num_warps=4)    # another block
     k[(4,)](x[1:], y, 256, XBLOCK=64, INDEX64=False, num_warps=4)  # 4-byte offset: misaligned
-    assert [e[0] for e in fn.log] == ["jit", "jit", "jit", "jit"]
+    assert [e[0] for e in fn.log if e[0] != "handles"] == ["compile", "run", "compile", "run", "compile", "run", "jit"]
+    n = len(fn.log)
     k[(8,)](x, y, 512, XBLOCK=64, INDEX64=False, num_warps=4)
-    assert fn.log[-1][0] == "run" and fn.log[-1][1][:3] == (8, 1, 1)
+    assert len(fn.log) == n + 1 and fn.log[-1][0] == "run" and fn.log[-1][1][:3] == (8, 1, 1)
 
 
 def test_run_tuned_launches_the_first_config_through_the_fast_path():
@@ -71,6 +83,6 @@ def test_run_tuned_launches_the_first_config_through_the_fast_path():
     for _ in range(2):
         run_tuned(k, (4, 64), lambda c: (4 // c["XBLOCK"] + 1,), (x, y, 256), [{"XBLOCK": 2, "num_warps": 4}],
                   True, INDEX64=False)
-    assert [e[0] for e in fn.log] == ["jit", "run"]
+    assert [e[0] for e in fn.log] == ["compile", "handles", "run", "run"]
     assert fn.log[0][3] == {"INDEX64": False, "XBLOCK": 2, "num_warps": 4}
-    assert fn.log[1][1][-2:] == (2, False)   # constexprs in the function's order: XBLOCK, INDEX64
+    assert fn.log[3][1][-2:] == (2, False)   # constexprs in the function's order: XBLOCK, INDEX64

@@ -54,9 +54,10 @@ def _import_source(text: str, stem: str):
 
 class FastKernel:
     """`kernel[grid](*args, **meta)` as the generated launchers write it, without Triton's
-    per-call argument binding: the first call for a signature goes through Triton (which
-    specializes, compiles, caches and launches); later calls launch its CompiledKernel
-    directly on torch's current stream (a few microseconds instead of tens).
+    per-call argument binding: the first call for a signature has Triton specialize and
+    compile it (cached); every call launches the compiled kernel directly on torch's current
+    stream (a few microseconds instead of tens), through torch's static launcher when it
+    takes the kernel (_static_launcher), else Triton's.
 
     The signature is the int arguments' values (sizes, strides: what Triton specializes on
     is a function of them) and the meta-parameters; tensor arguments must be 16-byte aligned
@@ -99,12 +100,70 @@ class FastKernel:
         key = (self._scalars(args), tuple(meta.values()))
         hit = self.compiled.get(key)
         if hit is None:
-            k = self.fn[grid](*args, **meta)
-            self.compiled[key] = (k, tuple(meta[n] for n in self.constexprs))
-            return
-        k, constexprs = hit
-        k.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
-              self._raw_stream(self._device()), k.function, k.packed_metadata, None, None, None, *args, *constexprs)
+            hit = self.compiled[key] = self._compile(grid, args, meta)
+        static, k, rest = hit
+        gx, gy, gz = grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1
+        if static is not None:
+            static.run(gx, gy, gz, self._raw_stream(self._device()), *rest(args))
+        else:
+            k.run(gx, gy, gz, self._raw_stream(self._device()), k.function, k.packed_metadata, None, None, None,
+                  *args, *rest)
+
+    def _compile(self, grid, args, meta):
+        """(static launcher or None, CompiledKernel, what a launch passes after the grid). Triton
+        compiles the program (no launch); torch's static CUDA launcher (Inductor's) launches
+        its cubin, which spares Triton's launcher: a C module built with the host compiler per
+        new signature (0.2-0.4 s of a cold compile each). Triton's launcher where torch's
+        cannot take the kernel."""
+        k = self.fn.warmup(*args, grid=grid, **meta)
+        static = _static_launcher(k, self.fn, len(args))
+        if static is not None:
+            return static
+        k._init_handles()   # Triton's launcher (raises OutOfResources for a config too big)
+        return None, k, tuple(meta[n] for n in self.constexprs)
+
+
+def _static_launcher(k, fn, n_positional: int):
+    """(torch's StaticallyLaunchedCudaKernel loaded on the current device, k, a function of the
+    positional arguments giving the ones the cubin takes), or None when torch has no static
+    launcher or it cannot launch `k` (launch hooks, scratch memory, several CTAs, ...)."""
+    if os.environ.get("LAMINA_TRITON_STATIC_LAUNCH", "1") == "0":
+        return None
+    try:
+        try:
+            from torch._inductor.runtime.static_triton_launcher import StaticallyLaunchedCudaKernel
+        except ImportError:
+            from torch._inductor.runtime.static_cuda_launcher import StaticallyLaunchedCudaKernel
+        import torch
+
+        cubin = k.asm.get("cubin")
+        if cubin is None or getattr(k.metadata, "launch_pdl", False) or getattr(k.metadata, "launch_cooperative_grid", False):
+            return None
+        device = torch.cuda.current_device()
+        limit = getattr(torch.cuda.get_device_properties(device), "shared_memory_per_block_optin", None)
+        if limit is None or k.metadata.shared > limit:
+            return None   # Triton's launcher raises OutOfResources (autotuning skips the config)
+        path = source_cache_dir() / f"{k.hash}.cubin"
+        if not path.exists():
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(cubin)
+            os.replace(tmp, path)
+        k._cubin_path = str(path)
+        static = StaticallyLaunchedCudaKernel(k)
+        # the cubin's parameters: the arguments that are neither constexpr nor specialized away
+        names = list(fn.arg_names)
+        constants = {names.index(c) if isinstance(c, str) else (c[0] if isinstance(c, tuple) else c)
+                     for c in getattr(k.src, "constants", {})}
+        kept = [i for i, name in enumerate(names)
+                if k.src.signature.get(name) not in (None, "constexpr") and i not in constants]
+        if any(i >= n_positional for i in kept) or len(kept) != len(static.arg_tys):
+            return None
+        static.load_kernel(device)
+    except Exception:  # noqa: BLE001 - any mismatch with this torch/triton: Triton's launcher
+        return None
+    rest = (lambda a: ()) if not kept else (lambda a, i=kept[0]: (a[i],)) if len(kept) == 1 \
+        else operator.itemgetter(*kept)
+    return static, k, rest
 
 
 class TritonKernelLibrary:
