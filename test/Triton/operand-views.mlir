@@ -23,3 +23,4 @@ func.func @qk(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>) -> tensor<8x16
 // TRITON-LABEL: # ---- qk_kernel_1
 // TRITON: def launch(a0, a1, a2):
 // TRITON-NEXT: torch.bmm(a0{{.*}}, a1{{.*}}, out=a2)
+

@@ -295,8 +295,14 @@ def verify_plan(bufs: list[Buffer], arena: int | str) -> None:
 
         def ev(x):
             return x if x is None or isinstance(x, int) else S.evaluate(x, env)
-        concrete = [Buffer(b.value, b.call, b.last_use, ev(b.bytes), ev(b.offset), b.output) for b in bufs]
-        _verify_numeric(concrete, ev(arena))
+        try:
+            concrete = [Buffer(b.value, b.call, b.last_use, ev(b.bytes), ev(b.offset), b.output) for b in bufs]
+            size = ev(arena)
+        except ZeroDivisionError:
+            # not a value the symbols can take together (a reshape's -1 dim as s // (s // 3),
+            # under dynamo's guard that 3 divides s): nothing to check at this sample
+            continue
+        _verify_numeric(concrete, size)
 
 
 def _verify_numeric(bufs: list[Buffer], arena: int) -> None:

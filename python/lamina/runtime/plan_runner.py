@@ -108,6 +108,16 @@ class PlanRunner(CompiledGraph):
                 view_lines.append(f"{name} = _a[{offset}:{offset} + ({numel}) * {itemsize}]"
                                   f".view(_view_dtypes[{dt!r}]).view({_tuple_source(shape)})")
                 slot_name[slot] = name
+        # outputs that are a reshape of an intermediate (lamina-gpu-operand-views): its producer
+        # writes the output buffer, seen in the intermediate's shape
+        for launch in plan.launches:
+            n_in = len(launch.inputs)
+            for arg, src in getattr(self.library, "output_sources", {}).get(launch.kernel, {}).items():
+                inner = launch.inputs[src]
+                shape = next(spec[0] for lch in plan.launches for s, spec in zip(lch.outputs, lch.output_specs)
+                             if s == inner)
+                lines.append(f"    i{inner} = {slot_name[launch.outputs[arg - n_in]]}.view({_tuple_source(shape)})")
+                slot_name[inner] = f"i{inner}"
         # outputs that are views of an input (lamina-gpu-operand-views): bound, not copied;
         # views of static arena slots are made once with the slots themselves
         views_of = getattr(self.library, "view_outputs", {})
@@ -123,7 +133,7 @@ class PlanRunner(CompiledGraph):
                 slot = launch.outputs[arg - n_in]
                 slot_name[slot] = f"w{slot}"
                 view = None
-                if static and all(n in once for n in set(re.findall(r"\b[avwo]\d+\b", expr))):
+                if static and all(n in once for n in set(re.findall(r"\b[avwoi]\d+\b", expr))):
                     meta = meta if meta is not None else self._meta_views(view_lines, arena)
                     view = _arena_view(expr, meta)
                 if view is not None:

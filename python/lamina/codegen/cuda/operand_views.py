@@ -4,6 +4,14 @@ target-neutral fusion puts in data-movement kernels of their own) and that only 
 contractions become torch views instead of copies: cuBLAS reads strided operands directly,
 as Inductor hands its bmm strided views.
 
+The reverse case, a graph output that is only a reshape of an intermediate (a head merge's
+copy into the returned tensor, a flash-attention result reshaped to the caller's shape), is
+not copied either: the intermediate's producer writes it straight into the output buffer,
+seen in the intermediate's shape. Recorded as `lamina.output_sources = {"<output position>":
+<input position>}`; conditions: the stored value is a chain of collapse / expand / reshape of
+that input (same elements in the same order), and the input is an arena buffer that one
+earlier kernel writes (not a view that kernel binds) and no other output takes in place.
+
 The decision is recorded on the kernel as `lamina.view_outputs = {"<output position>":
 "<torch expression of the kernel's arguments>"}`; lamina-to-triton then writes nothing for
 those outputs, and the plan runner binds their slots to the expression (a kernel left with
@@ -27,7 +35,9 @@ from .attention import keeps_every_dim, uncollapsed_batch
 from .triton_emit import _Kernel, _KernelCodegen, _owner
 
 VIEW_OUTPUTS = "lamina.view_outputs"
+OUTPUT_SOURCES = "lamina.output_sources"
 _VIEW_OPS = ("linalg.transpose", "tensor.collapse_shape", "tensor.expand_shape", "tensor.reshape", "tensor.extract_slice")
+_RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape", "tensor.reshape")
 
 
 def _functions(module) -> dict:
@@ -49,6 +59,16 @@ def _view_root(v: ir.Value, k: _Kernel):
         if op is None or op.name not in _VIEW_OPS:
             return None
         v = op.operands[0]
+
+
+def _reshaped_arg(v: ir.Value, k: _Kernel):
+    """The kernel argument `v` is only a reshape of (same elements, same order), or None."""
+    while v not in k.tensor_of_arg:
+        op = _owner(v)
+        if op is None or op.name not in _RESHAPES:
+            return None
+        v = op.operands[0]
+    return k.tensor_of_arg[v]
 
 
 def _only_contraction_operand(v: ir.Value) -> bool:
@@ -122,16 +142,24 @@ def operand_views(module, **options) -> None:
     for c in calls:
         callee = ir.FlatSymbolRefAttr(c.attributes["callee"]).value
         kernels[c] = (funcs[callee], _Kernel(funcs[callee]))
+    taken_in_place = set()   # intermediates an output buffer already holds
     for i, call in enumerate(calls):
         func, k = kernels[call]
         outs = {}
+        sources = {}
         cg = None
         for v, out_arg in k.stores:
             root = _view_root(v, k)
             if root is None:
                 continue
             m_out, m_src = call.operands[out_arg], call.operands[root]
-            if m_out in args:                       # a graph output: must be a real tensor
+            if m_out in args:                       # a graph output: must be a real tensor ...
+                src = _reshaped_arg(v, k)
+                if src is not None and call.operands[src] not in taken_in_place \
+                        and _written_once_before(call.operands[src], calls[:i], kernels, arena):
+                    # ... which the intermediate's producer can write in place
+                    sources[str(out_arg)] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), src)
+                    taken_in_place.add(call.operands[src])
                 continue
             consumers = []
             direct = True   # every consumer reads it as a contraction operand, no view between
@@ -179,6 +207,25 @@ def operand_views(module, **options) -> None:
             outs[str(out_arg)] = ir.StringAttr.get(expr)
         if outs:
             func.attributes[VIEW_OUTPUTS] = ir.DictAttr.get(outs)
+        if sources:
+            func.attributes[OUTPUT_SOURCES] = ir.DictAttr.get(sources)
+
+
+def _written_once_before(m: ir.Value, earlier: list, kernels: dict, arena) -> bool:
+    """`m` is an arena buffer that exactly one of the `earlier` calls writes, and writes
+    itself (not as a view it binds)."""
+    if arena is None or _arena_range(m, arena) is None:
+        return False
+    writers = 0
+    for c in earlier:
+        func, k = kernels[c]
+        bound = view_outputs_of(func)
+        for _, o in k.stores:
+            if c.operands[o] == m:
+                if o in bound:
+                    return False
+                writers += 1
+    return writers == 1
 
 
 def view_outputs_of(func) -> dict[int, str]:
@@ -189,12 +236,22 @@ def view_outputs_of(func) -> dict[int, str]:
     return {int(name.name): ir.StringAttr(name.attr).value for name in d}
 
 
+def output_sources_of(func) -> dict[int, int]:
+    """{kernel argument index of an output: index of the input its producer writes into it}."""
+    if OUTPUT_SOURCES not in func.attributes:
+        return {}
+    d = ir.DictAttr(func.attributes[OUTPUT_SOURCES])
+    return {int(name.name): ir.IntegerAttr(name.attr).value for name in d}
+
+
 def _register() -> None:
     from ...transforms.registry import register_pass
 
     register_pass("lamina-gpu-operand-views", level="L5",
                   description="cuda target: kernel outputs that are views of an input and only feed contractions "
-                              "become torch views, not copies (lamina.view_outputs)")(operand_views)
+                              "become torch views, not copies (lamina.view_outputs); graph outputs that are "
+                              "reshapes of an intermediate are written in place by its producer "
+                              "(lamina.output_sources)")(operand_views)
 
 
 _register()

@@ -284,11 +284,14 @@ class _KernelCodegen(_Emitter):
             self._scatter(loop.operation)
         # 2. the stored results, grouped by row structure
         groups: dict = {}
-        from .operand_views import view_outputs_of
+        from .operand_views import output_sources_of, view_outputs_of
         views = view_outputs_of(k.func)
+        in_place = output_sources_of(k.func)
         for v, out_arg in k.stores:
             if out_arg in views:
                 continue   # the runner binds a view of the input (lamina-gpu-operand-views)
+            if out_arg in in_place:
+                continue   # the input's producer wrote it (lamina-gpu-operand-views)
             if v in self.materialized and self.materialized[v][2] == out_arg:
                 continue   # written by its contraction directly
             if self._is_undefined(v):
@@ -773,7 +776,7 @@ class _KernelCodegen(_Emitter):
         body = body or ["pass"]
         out.extend("    " + line for line in body)
         out.append("")
-        out.append(f"HAS_WORK = {bool(self.launcher)}   # False: every output is a view the runner binds")
+        out.append(f"HAS_WORK = {bool(self.launcher)}   # False: the runner binds every output (a view, or written in place)")
         out.append("")
         return KernelSource(k.name, "\n".join(out), names)
 

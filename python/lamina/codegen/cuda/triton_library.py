@@ -14,7 +14,7 @@ from pathlib import Path
 from mlir import ir
 
 from ...dialect import types as T
-from .operand_views import view_outputs_of
+from .operand_views import output_sources_of, view_outputs_of
 from .triton_emit import SOURCE_ATTR, constants_of
 
 
@@ -174,6 +174,7 @@ class TritonKernelLibrary:
         self.device = device
         self.sources: dict[str, str] = {}
         self.view_outputs: dict[str, dict[int, str]] = {}   # kernel -> {output arg: torch view expression}
+        self.output_sources: dict[str, dict[int, int]] = {}  # kernel -> {output arg: input arg written into it}
         self._launchers = {}
         for op in module.body.operations:
             if op.operation.name != "func.func" or SOURCE_ATTR not in op.attributes:
@@ -182,6 +183,7 @@ class TritonKernelLibrary:
             text = ir.StringAttr(op.attributes[SOURCE_ATTR]).value
             self.sources[name] = text
             self.view_outputs[name] = view_outputs_of(op)
+            self.output_sources[name] = output_sources_of(op)
             mod = _import_source(text, name)
             # Loading happens while AOTAutograd traces under a fake mode: the constants must be
             # real device tensors.
