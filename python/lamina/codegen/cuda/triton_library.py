@@ -123,6 +123,9 @@ class FastKernel:
         return None, k, tuple(meta[n] for n in self.constexprs)
 
 
+_STATIC_LAUNCHERS: dict = {}   # (kernel hash, device) -> loaded static launcher
+
+
 def _static_launcher(k, fn, n_positional: int):
     """(torch's StaticallyLaunchedCudaKernel loaded on the current device, k, a function of the
     positional arguments giving the ones the cubin takes), or None when torch has no static
@@ -149,7 +152,7 @@ def _static_launcher(k, fn, n_positional: int):
             tmp.write_bytes(cubin)
             os.replace(tmp, path)
         k._cubin_path = str(path)
-        static = StaticallyLaunchedCudaKernel(k)
+        static = _STATIC_LAUNCHERS.get((k.hash, device)) or StaticallyLaunchedCudaKernel(k)
         # the cubin's parameters: the arguments that are neither constexpr nor specialized away
         names = list(fn.arg_names)
         constants = {names.index(c) if isinstance(c, str) else (c[0] if isinstance(c, tuple) else c)
@@ -158,7 +161,9 @@ def _static_launcher(k, fn, n_positional: int):
                 if k.src.signature.get(name) not in (None, "constexpr") and i not in constants]
         if any(i >= n_positional for i in kept) or len(kept) != len(static.arg_tys):
             return None
-        static.load_kernel(device)
+        if (k.hash, device) not in _STATIC_LAUNCHERS:   # (one module load per compiled kernel)
+            static.load_kernel(device)
+            _STATIC_LAUNCHERS[(k.hash, device)] = static
     except Exception:  # noqa: BLE001 - any mismatch with this torch/triton: Triton's launcher
         return None
     rest = (lambda a: ()) if not kept else (lambda a, i=kept[0]: (a[i],)) if len(kept) == 1 \
