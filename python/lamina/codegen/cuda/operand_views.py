@@ -156,7 +156,7 @@ def operand_views(module, **options) -> None:
             if m_out in args:                       # a graph output: must be a real tensor ...
                 src = _reshaped_arg(v, k)
                 if src is not None and call.operands[src] not in taken_in_place \
-                        and _written_once_before(call.operands[src], calls[:i], kernels, arena):
+                        and _written_once(call.operands[src], calls[:i], calls, kernels, arena):
                     # ... which the intermediate's producer can write in place
                     sources[str(out_arg)] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), src)
                     taken_in_place.add(call.operands[src])
@@ -211,18 +211,18 @@ def operand_views(module, **options) -> None:
             func.attributes[OUTPUT_SOURCES] = ir.DictAttr.get(sources)
 
 
-def _written_once_before(m: ir.Value, earlier: list, kernels: dict, arena) -> bool:
-    """`m` is an arena buffer that exactly one of the `earlier` calls writes, and writes
-    itself (not as a view it binds)."""
+def _written_once(m: ir.Value, earlier: list, calls: list, kernels: dict, arena) -> bool:
+    """`m` is an arena buffer that exactly one call writes, one of the `earlier` calls, and
+    writes itself (not as a view it binds)."""
     if arena is None or _arena_range(m, arena) is None:
         return False
     writers = 0
-    for c in earlier:
+    for c in calls:
         func, k = kernels[c]
         bound = view_outputs_of(func)
         for _, o in k.stores:
             if c.operands[o] == m:
-                if o in bound:
+                if o in bound or c not in earlier:
                     return False
                 writers += 1
     return writers == 1
