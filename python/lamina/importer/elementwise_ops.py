@@ -57,21 +57,23 @@ def _integer_shift(node):
     return None
 
 
-def _shift(left: bool):
+def _in_result_dtype(op_name: str):
+    """A binary op on self and other (tensors or scalars), both cast to the result's dtype
+    (torch's promotion, read off the node) first."""
     def conv(imp, node, a):
         want = meta_type(node).element_type
         x = a.self if isinstance(a.self, ir.Value) else constant(a.self, want)
         y = a.other if isinstance(a.other, ir.Value) else constant(a.other, want)
-        return getattr(ops, "bitwise_left_shift" if left else "bitwise_right_shift")(cast(x, want), cast(y, want))
+        return getattr(ops, op_name)(cast(x, want), cast(y, want))
     return conv
 
 
 register("aten.__lshift__.Scalar", "aten.__lshift__.Tensor", "aten.bitwise_left_shift.Tensor",
          "aten.bitwise_left_shift.Tensor_Scalar", "aten.bitwise_left_shift.Scalar_Tensor",
-         check=_integer_shift)(_shift(True))
+         check=_integer_shift)(_in_result_dtype("bitwise_left_shift"))
 register("aten.__rshift__.Scalar", "aten.__rshift__.Tensor", "aten.bitwise_right_shift.Tensor",
          "aten.bitwise_right_shift.Tensor_Scalar", "aten.bitwise_right_shift.Scalar_Tensor",
-         check=_integer_shift)(_shift(False))
+         check=_integer_shift)(_in_result_dtype("bitwise_right_shift"))
 
 
 # ---- division with a rounding: fmod, remainder, div(rounding_mode=), floor_divide ----------
@@ -84,16 +86,8 @@ def _not_bool(node):
     return None
 
 
-def _division(op_name: str):
-    def conv(imp, node, a):
-        want = meta_type(node).element_type
-        x = a.self if isinstance(a.self, ir.Value) else constant(a.self, want)
-        y = a.other if isinstance(a.other, ir.Value) else constant(a.other, want)
-        return getattr(ops, op_name)(cast(x, want), cast(y, want))
-    return conv
 
-
-register("aten.fmod.Tensor", "aten.fmod.Scalar", check=_not_bool)(_division("fmod"))
+register("aten.fmod.Tensor", "aten.fmod.Scalar", check=_not_bool)(_in_result_dtype("fmod"))
 register("aten.remainder.Tensor", "aten.remainder.Scalar", "aten.remainder.Scalar_Tensor",
-         check=_not_bool)(_division("remainder"))
-register("aten.floor_divide.default", "aten.floor_divide.Scalar", check=_not_bool)(_division("div_floor"))
+         check=_not_bool)(_in_result_dtype("remainder"))
+register("aten.floor_divide.default", "aten.floor_divide.Scalar", check=_not_bool)(_in_result_dtype("div_floor"))

@@ -60,19 +60,23 @@ def _flatten_dims(x, start: int, count: int):
     return x if count == 1 else ops.reshape(x, result_type=T.tensor_type(merged, elem(x)))
 
 
+def _indexed_dims(x, given):
+    """(x, indices per dim of x, the indexed dims, perm): when the indexed dims are not
+    adjacent, x transposed by `perm` so that they go first (as torch puts the index dims
+    of the result first); else perm is None."""
+    indices = list(given) + [None] * (rank(x) - len(given))
+    positions = [d for d, t in enumerate(indices) if t is not None]
+    if not positions or positions == list(range(positions[0], positions[-1] + 1)):
+        return x, indices, positions, None
+    perm = positions + [d for d in range(rank(x)) if d not in positions]
+    return ops.transpose(x, perm=perm), [indices[d] for d in perm], list(range(len(positions))), perm
+
+
 @register("aten.index.Tensor", check=_index_check)
 def _index(imp, node, a):
-    x = a.self
-    indices = list(a.indices) + [None] * (rank(x) - len(a.indices))
-    positions = [d for d, t in enumerate(indices) if t is not None]
+    x, indices, positions, _ = _indexed_dims(a.self, a.indices)
     if not positions:
         return x
-    if positions != list(range(positions[0], positions[-1] + 1)):
-        # not adjacent: the indexed dims go first, and so do the index dims of the result
-        perm = positions + [d for d in range(rank(x)) if d not in positions]
-        x = ops.transpose(x, perm=perm)
-        indices = [indices[d] for d in perm]
-        positions = list(range(len(positions)))
     start, sizes = positions[0], [shape(x)[d] for d in positions]
     flat = None
     for d, size in zip(positions, sizes):   # Horner: ((i0 * n1) + i1) * n2 + i2 ...
@@ -158,17 +162,9 @@ def _index_put_check(node) -> str | None:
 
 @register("aten.index_put.default", check=_index_put_check)
 def _index_put(imp, node, a):
-    x = a.self
-    indices = list(a.indices) + [None] * (rank(x) - len(a.indices))
-    positions = [d for d, t in enumerate(indices) if t is not None]
+    x, indices, positions, perm = _indexed_dims(a.self, a.indices)
     if not positions:
         return x
-    perm = None
-    if positions != list(range(positions[0], positions[-1] + 1)):
-        perm = positions + [d for d in range(rank(x)) if d not in positions]
-        x = ops.transpose(x, perm=perm)
-        indices = [indices[d] for d in perm]
-        positions = list(range(len(positions)))
     xs = shape(x)
     strides = [math.prod(xs[d + 1:]) for d in range(len(xs))]
     start, k = positions[0], len(positions)

@@ -146,13 +146,15 @@ def _static_launcher(k, fn, n_positional: int):
         limit = getattr(torch.cuda.get_device_properties(device), "shared_memory_per_block_optin", None)
         if limit is None or k.metadata.shared > limit:
             return None   # Triton's launcher raises OutOfResources (autotuning skips the config)
-        path = source_cache_dir() / f"{k.hash}.cubin"
-        if not path.exists():
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(cubin)
-            os.replace(tmp, path)
-        k._cubin_path = str(path)
-        static = _STATIC_LAUNCHERS.get((k.hash, device)) or StaticallyLaunchedCudaKernel(k)
+        static = _STATIC_LAUNCHERS.get((k.hash, device))
+        if static is None:
+            path = source_cache_dir() / f"{k.hash}.cubin"
+            if not path.exists():
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(cubin)
+                os.replace(tmp, path)
+            k._cubin_path = str(path)
+            static = StaticallyLaunchedCudaKernel(k)
         # the cubin's parameters: the arguments that are neither constexpr nor specialized away
         names = list(fn.arg_names)
         constants = {names.index(c) if isinstance(c, str) else (c[0] if isinstance(c, tuple) else c)
