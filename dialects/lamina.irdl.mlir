@@ -654,6 +654,18 @@ irdl.dialect @lamina {
     irdl.operands(dest: %dest, index: %index, updates: %updates)
     irdl.results(result: %result)
   }
+  // argsort(input) {dim, descending}: int64 positions along `dim` that sort input there
+  // stably (NaN after every number ascending, first descending; ties keep input order):
+  // sort, topk, kthvalue and median gather by it
+  irdl.operation @argsort {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dim_attr = irdl.base "#builtin.integer"
+    %descending_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "dim" = %dim_attr, "descending" = %descending_attr }
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
   // ---- Composite ops, decomposed by lamina-decompose before lowering.
   // softmax(input) along dim
   irdl.operation @softmax {

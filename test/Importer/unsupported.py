@@ -14,16 +14,16 @@ def report(gm):
 
 
 # CHECK-LABEL: unsupported_ops
-# CHECK: unsupported sort: no lamina converter for aten.sort.default
-# CHECK: unsupported getitem: getitem of an unsupported node sort
-# CHECK: unsupported getitem_1: getitem of an unsupported node sort
-# CHECK: error: aten.sort.default (node sort): unsupported: no lamina converter for aten.sort.default
-# CHECK-NEXT: at {{.*}}unsupported.py:[[LINE:[0-9]+]]: values, idx = x.sort(1)
+# CHECK: unsupported _linalg_slogdet: no lamina converter for aten._linalg_slogdet.default
+# CHECK: unsupported getitem: getitem of an unsupported node _linalg_slogdet
+# CHECK: unsupported getitem_1: getitem of an unsupported node _linalg_slogdet
+# CHECK: error: aten._linalg_slogdet.default (node _linalg_slogdet): unsupported: no lamina converter for aten._linalg_slogdet.default
+# CHECK-NEXT: at {{.*}}unsupported.py:[[LINE:[0-9]+]]: sign, logabsdet = torch.linalg.slogdet(x[:, :4])
 @run
 def unsupported_ops():
     def f(x, i):
-        values, idx = x.sort(1)
-        return values, idx, x.cumsum(0), i << 3, i & 3   # (cumsum, shifts and bitwise ops on integers compile)
+        sign, logabsdet = torch.linalg.slogdet(x[:, :4])
+        return sign, logabsdet, x.sort(1), x.cumsum(0), i << 3, i & 3   # (sorts, scans, shifts and bitwise ops compile)
     gm = aten_graph(f, torch.randn(4, 8), torch.arange(4))
     report(gm)
     try:

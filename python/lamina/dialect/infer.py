@@ -297,6 +297,15 @@ def _index_select(name, ts, attrs):
     return T.tensor_type(shape[:dim] + T.dims_of(idx) + shape[dim + 1:], t.element_type)
 
 
+@rule("argsort")
+def _argsort(name, ts, attrs):
+    (t,) = ts
+    if T.is_bool(t.element_type):
+        raise ShapeError(f"lamina.argsort takes numbers (cast bools to i8 first), got {t}")
+    normalize_dim(attrs["dim"], max(t.rank, 1))
+    return T.with_element_type(t, T.element_type("i64"))
+
+
 SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
 
 

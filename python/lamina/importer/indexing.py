@@ -99,11 +99,15 @@ def _gather_check(node) -> str | None:
 
 @register("aten.gather.default", check=_gather_check)
 def _gather(imp, node, a):
-    x, idx = a.self, a.index
+    return take_along_dim(a.self, a.index, a.dim)
+
+
+def take_along_dim(x, idx, dim: int):
+    """gather(x, dim, idx) for static shapes, indices wrapped and clamped into range."""
     r = rank(x)
     if r == 0:   # a 0-d x: every index must be 0 (or -1); the value, in idx's shape
         return ops.broadcast_to(x, result_type=T.tensor_type(shape(idx), elem(x)))
-    dim = a.dim % r
+    dim = dim % r
     xs, ishape = shape(x), shape(idx)
     strides = [math.prod(xs[d + 1:]) for d in range(r)]
     flat = ops.mul(_wrapped(idx, xs[dim]), constant(strides[dim], _I64))

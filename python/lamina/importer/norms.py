@@ -187,12 +187,11 @@ def _cdist(imp, node, a):
     et = want.element_type
     x1, x2 = cast(a.x1, et), cast(a.x2, et)
     s1, s2 = T.dims_of(x1.type), T.dims_of(x2.type)
-    r = len(s1)
     d1 = ops.reshape(x1, result_type=T.tensor_type(s1[:-1] + [1, s1[-1]], et))
     d2 = ops.reshape(x2, result_type=T.tensor_type(s2[:-2] + [1] + s2[-2:], et))
     diff = ops.abs(ops.sub(d1, d2))
     p = float(a.p)
-    dim = [r]
+    dim = [len(T.dims_of(diff.type)) - 1]   # the feature dim (the batch dims broadcast: x1 and x2 may differ in rank)
     if p == 0.0:
         out = ops.reduce_sum(ops.cast(ops.ne(diff, constant(0, et)), result_type=diff.type), dims=dim, keepdim=False)
     elif math.isinf(p):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import torch
+from mlir import ir
 
 from ..dialect import ops
 from ..dialect import types as T
@@ -77,6 +78,9 @@ def _register_cum_extreme(name: str, largest: bool):
         i64 = T.element_type("i64")
         if rank(x) == 0:
             return x, constant(0, i64)
+        if T.is_bool(elem(x)):   # as 0/1 bytes: i1 compares signed (true < false)
+            values, indices = _cum_extreme(imp, node, type(a)({**a, "self": cast(x, T.element_type("i8"))}))
+            return cast(values, elem(x)), indices
         d = a.dim % rank(x)
         n = shape(x)[d]
         if n == 0:
@@ -85,8 +89,9 @@ def _register_cum_extreme(name: str, largest: bool):
         idx = ops.broadcast_to(reshape(iota, T.tensor_type([n if i == d else 1 for i in range(rank(x))], i64)),
                                result_type=T.with_element_type(x.type, i64))
         et = elem(x)
+        bits = ir.IntegerType(et).width if not T.is_float(et) else 0
         lowest = (-math.inf if largest else math.inf) if T.is_float(et) else \
-            (False if T.is_bool(et) else (-(2 ** 63) if largest else 2 ** 63 - 1))
+            (-(2 ** (bits - 1)) if largest else 2 ** (bits - 1) - 1)
 
         def combine(earlier, later, k):
             (ve, ie), (vl, il) = earlier, later

@@ -421,8 +421,13 @@ def _arith_scalar(name: str, x: ir.Value, y: ir.Value) -> ir.Value:
         fn = {"add": arith.ori, "mul": arith.andi, "maximum": arith.ori, "minimum": arith.andi,
               "sub": arith.xori, "pow": lambda a, b: arith.ori(a, arith.xori(b, _const(t, True)))}
         return fn[name](x, y)
-    if name == "pow":
-        return math.ipowi(x, y)
+    if name == "pow":   # a negative exponent as torch: 1 ** e = 1, (-1) ** e = +-1, else 0 (0 too)
+        zero, one = _const(t, 0), _const(t, 1)
+        odd = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(y, one), zero)
+        minus_one = arith.select(odd, _const(t, -1), one)
+        negative = arith.select(arith.cmpi(arith.CmpIPredicate.eq, x, one), one,
+                                arith.select(arith.cmpi(arith.CmpIPredicate.eq, x, _const(t, -1)), minus_one, zero))
+        return arith.select(arith.cmpi(arith.CmpIPredicate.slt, y, zero), negative, math.ipowi(x, y))
     return {"add": arith.addi, "sub": arith.subi, "mul": arith.muli, "div": arith.divsi,
             "maximum": arith.maxsi, "minimum": arith.minsi}[name](x, y)
 
@@ -1320,5 +1325,5 @@ def run(module: ir.Module, **options) -> None:
 
 # Op families in modules of their own (they register into _LOWERINGS on import).
 from . import convolution  # noqa: E402,F401
-from . import indirect  # noqa: E402,F401
+from . import indirect, sorting  # noqa: E402,F401
 from . import random  # noqa: E402,F401

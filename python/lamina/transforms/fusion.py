@@ -43,8 +43,10 @@ KIND_ATTR = "lamina.kernel_kind"
 CONTRACTION_OPS = {"matmul", "convolution"}
 REDUCTION_OPS = set(infer.REDUCE_OPS) | {"softmax", "log_softmax"}
 DATA_MOVEMENT_OPS = {"reshape", "transpose", "slice", "concat", "index_select", "broadcast_to"}
-# A scatter is a sequential loop (lowering/indirect.py): a kernel of its own, nothing fused in.
+# A scatter is a sequential loop (lowering/indirect.py), an argsort a loop of network steps
+# (lowering/sorting.py): each a kernel of its own, nothing fused in.
 SCATTER_OPS = {"scatter"}
+SORT_OPS = {"argsort"}
 # Contractions from this size (2*M*N*K per call, batches included) run as one library call
 # on the CPU (codegen/blas.py) rather than a tiled kernel; their transposed operands join
 # their kernel as views.
@@ -52,12 +54,14 @@ LARGE_CONTRACTION_FLOPS = 2 * 128 * 128 * 64
 
 
 def op_kind(op_name: str) -> str:
-    """'contraction' | 'reduction' | 'scatter' | 'data_movement' | 'pointwise' for a lamina op name."""
+    """'contraction' | 'reduction' | 'scatter' | 'sort' | 'data_movement' | 'pointwise' for a lamina op name."""
     name = op_name.removeprefix("lamina.")
     if name in CONTRACTION_OPS:
         return "contraction"
     if name in SCATTER_OPS:
         return "scatter"
+    if name in SORT_OPS:
+        return "sort"
     if name in REDUCTION_OPS:
         return "reduction"
     if name in DATA_MOVEMENT_OPS:
@@ -71,7 +75,7 @@ def kernel_kind(op_names) -> str:
     if sum(op_kind(n) == "contraction" for n in op_names) == 2 and "lamina.softmax" in op_names:
         return "attention"
     kinds = {op_kind(n) for n in op_names if n != "lamina.constant"}
-    for kind in ("scatter", "contraction", "reduction", "pointwise", "data_movement"):
+    for kind in ("scatter", "sort", "contraction", "reduction", "pointwise", "data_movement"):
         if kind in kinds:
             return kind
     return "data_movement"  # only constants
@@ -113,9 +117,9 @@ def fuse_function(func_op, attention: bool = False) -> int:
     kernel, has_contraction, started, after_scatter = 0, False, False, False
     for i, op in enumerate(groupable):
         kind = op_kind(op.name)
-        cut = kind in ("contraction", "scatter") or after_scatter or (
+        cut = kind in ("contraction", "scatter", "sort") or after_scatter or (
             kind in ("reduction", "data_movement") and has_contraction and not _side_reshape(op, after_contraction))
-        after_scatter = kind == "scatter"
+        after_scatter = kind in ("scatter", "sort")
         if kind == "contraction" and i > 0 and _folds_into_next(groupable[i - 1], op):
             cut = False  # its transposed operand opened this kernel
         elif i + 1 < len(groupable) and _folds_into_next(op, groupable[i + 1]):

@@ -62,3 +62,13 @@ def test_integer_division_by_zero_and_overflow_do_not_crash():
     imin = torch.iinfo(torch.int64).min
     assert q.tolist() == [0, 0, imin, imin] and f.tolist() == [0, 0, imin, imin]
     assert r.tolist() == [0, 0, 0, 0] and m.tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8])
+def test_integer_pow_negative_exponents(dtype):
+    """torch's integer pow: 1 ** -e = 1, (-1) ** -e = +-1, any other base (0 too) ** -e = 0."""
+    base = torch.arange(-4, 5).repeat(9, 1).to(dtype)
+    exp = torch.arange(-4, 5)[:, None].expand(9, 9).contiguous().to(dtype)
+    fn = lambda b, e: torch.pow(b, e) + b ** 3   # noqa: E731
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(fn, backend="lamina", options={"strict": True})(base, exp), fn(base, exp))

@@ -33,6 +33,11 @@ CASES = [
     ("cummax_nan_ties", lambda x: torch.cummax(x, 2), X),
     ("cummin_nan_ties", lambda x: torch.cummin(x, 1), X),
     ("cummax_int", lambda x: torch.cummax(x, 2), XI),
+    ("cummin_int8", lambda x: torch.cummin(x.to(torch.int8), 2), XI),
+    ("cummax_int16", lambda x: torch.cummax(x.to(torch.int16), 1), XI),
+    ("cummax_int32", lambda x: torch.cummax(x.to(torch.int32), 2), XI),
+    ("cummin_bool", lambda x: torch.cummin(x > 0, 2), XI),
+    ("cummax_bool", lambda x: torch.cummax(x > 0, 1), XI),
     ("argmax_nan_ties", lambda x: torch.argmax(x, 1), X),
     ("argmin_flat", lambda x: torch.argmin(x), X),
     ("argmax_keepdim", lambda x: torch.argmax(x, -1, keepdim=True), X),
@@ -91,3 +96,11 @@ def test_cdist(p):
     fn = lambda a, b: torch.cdist(a, b, p=p)   # noqa: E731
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(fn, backend="lamina", options={"strict": True})(a, b), fn(a, b))
+
+
+def test_cdist_batch_dims_broadcast():
+    """x1 and x2 of different ranks: their batch dims broadcast."""
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(1, 3, 2, generator=g), torch.randn(2, 1, 4, 2, generator=g)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(torch.cdist, backend="lamina", options={"strict": True})(a, b), torch.cdist(a, b))

@@ -282,6 +282,8 @@ class _KernelCodegen(_Emitter):
                 self._contraction(c)
         for loop in k.scatters:
             self._scatter(loop.operation)
+        for loop in k.sorts:
+            self._argsort(loop.operation)
         # 2. the stored results, grouped by row structure
         groups: dict = {}
         from .operand_views import output_sources_of, view_outputs_of
@@ -569,6 +571,27 @@ class _KernelCodegen(_Emitter):
             torch_reduce = {"mul": "prod", "max": "amax", "min": "amin"}[reduce]
             self.launcher.append(f"{target}.scatter_reduce_(0, {idx}, {views[2]}, {torch_reduce!r})")
         self.materialized[res] = (target, True, out if target.startswith("a") else None)
+
+    def _argsort(self, loop) -> None:
+        """A lamina.argsort network (lowering/sorting.py) as torch.sort(stable=True): the same
+        order (NaN last, first when descending; ties by position)."""
+        attrs = ir.DictAttr(loop.attributes["lamina.argsort"])
+        dim, descending = ir.IntegerAttr(attrs["dim"]).value, ir.BoolAttr(attrs["descending"]).value
+        key = loop.operands[3]
+        view = self._torch_view(key)
+        source = view if view is not None else self._materialize(key)
+        res = loop.results[1]
+        out = next((o for x, o in self.k.stores if x == res), None)
+        call = f"torch.sort({source}, dim={dim}, descending={descending}, stable=True)"
+        if out is not None and self.k.contiguous(out):
+            self.launcher.append(f"torch.sort({source}, dim={dim}, descending={descending}, stable=True, "
+                                 f"out=(torch.empty_like({source}), a{out}))")
+            self.materialized[res] = (f"a{out}", True, out)
+        else:
+            target = f"c{self.contraction_count}"
+            self.contraction_count += 1
+            self.launcher.append(f"{target} = {call}.indices")
+            self.materialized[res] = (target, True, None)
 
     def _unpadded(self, x, r: int):
         """(source, padding) when x is lowering/convolution.py's symmetric zero padding of a

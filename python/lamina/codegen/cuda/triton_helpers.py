@@ -81,6 +81,19 @@ def fmod(a, b):
 
 
 @triton.jit
+def ipow(x, e):
+    """x ** e for integers, e >= 0 (the lowering selects torch's value for e < 0), wrapping
+    on overflow as eager does: square-and-multiply over the exponent's 64 bits."""
+    acc = x * 0 + 1 + (e * 0).to(x.dtype)
+    base = x + (e * 0).to(x.dtype)
+    for _ in tl.static_range(64):
+        acc = tl.where((e & 1) != 0, acc * base, acc)
+        base = base * base
+        e = e >> 1
+    return acc
+
+
+@triton.jit
 def trunc(x):
     return tl.where(x < 0, tl.ceil(x), tl.floor(x))
 

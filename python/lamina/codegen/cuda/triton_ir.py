@@ -115,6 +115,9 @@ class _Kernel:
         # scatters (lowering/indirect.py's loops) run on torch's index_put_ / scatter_reduce_
         self.scatters = [op for op in self.block.operations
                          if op.operation.name == "scf.for" and "lamina.scatter" in op.operation.attributes]
+        # sorting networks (lowering/sorting.py's loops) run on torch.sort(stable=True)
+        self.sorts = [op for op in self.block.operations
+                      if op.operation.name == "scf.for" and "lamina.argsort" in op.operation.attributes]
 
     def arg_name(self, i: int) -> str:
         return f"a{i}"

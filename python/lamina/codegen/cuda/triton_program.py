@@ -125,12 +125,20 @@ class _Eval:
         if hit:
             return hit
         ptr = p.use_tensor(name)
+        block = "[XBLOCK]" if p.variant == "flat" else "[XBLOCK, 1]"
+        scalar = not re.search(r"\b[xr]\w*", off)
         m = self.mask_for(off, mask)
+        if scalar and (m or re.search(r"\b(?:v|acc)\w*", off)):
+            # an offset computed from the program's values (a gather: their shape, which may
+            # run along the reduction, [1, RBLOCK]) or a scalar under a block mask: added to a
+            # zero block, it has a shape the mask and the program's values broadcast with
+            off = f"({off}) + tl.zeros({block}, tl.int32)"
+            scalar = False
         load = f"tl.load({ptr} + {off}" + (f", mask={m}, other=0)" if m else ")")
-        if not re.search(r"\b[xr]\w*", off):
+        if scalar:
             # a scalar (rank 0 or broadcast): as a block, so that every value of the program
             # has the program's shape (the interpreter cannot combine a scalar bool with a block)
-            load = f"tl.broadcast_to({load}, {'[XBLOCK]' if p.variant == 'flat' else '[XBLOCK, 1]'})"
+            load = f"tl.broadcast_to({load}, {block})"
         return p.let(load, key=key)
 
     def p_linear(self, idx: list[str], sizes: list[str]) -> str:
@@ -211,7 +219,7 @@ _TEMPLATES = {
     "math.atan": "lh.atan({0})", "math.roundeven": "lh.round_even({0})", "math.round": "lh.round_away({0})",
     "math.trunc": "lh.trunc({0})", "math.sinh": "lh.sinh({0})", "math.cosh": "lh.cosh({0})",
     "math.asin": "lh.asin({0})", "math.acos": "lh.acos({0})", "math.log10": "(tl.log({0}) * 0.4342944819032518)",
-    "math.fpowi": "lh.pow({0}, {1}.to(tl.float32))", "math.atan2": "lh.atan2({0}, {1})",
+    "math.fpowi": "lh.pow({0}, {1}.to(tl.float32))", "math.ipowi": "lh.ipow({0}, {1})", "math.atan2": "lh.atan2({0}, {1})",
     "math.fma": "{0} * {1} + {2}", "math.copysign": "lh.copysign({0}, {1})", "math.isnan": "{0} != {0}",
     "math.isinf": "tl.abs({0}) == float('inf')",
     "math.asinh": "lh.asinh({0})", "math.acosh": "lh.acosh({0})", "math.atanh": "lh.atanh({0})",
@@ -488,8 +496,11 @@ class _ProgramBuilder:
         """Multi-index of `linear` over `sizes` (row-major), as expressions."""
         p = self.p
         out = _row_major(p, linear, sizes)
-        return [x if _is_int(x) or re.fullmatch(r"[A-Za-z_]\w*", x) else p.let(x, prefix=("r" if re.search(r"\br\w*", x) else "x") + "i")
-                for x in out]
+        def prefix(x: str) -> str:   # the names say what an index depends on (masks read them)
+            if re.search(r"\br\w*", x):
+                return "ri"
+            return "xi" if re.search(r"\b(?:[xv]|acc)\w*", x) else "si"
+        return [x if _is_int(x) or re.fullmatch(r"[A-Za-z_]\w*", x) else p.let(x, prefix=prefix(x)) for x in out]
 
     def _constant(self, op, v, idx, cond) -> str:
         attr = op.attributes["value"]
