@@ -35,6 +35,9 @@ class Converter:
     # Its symbolic-integer arguments only state the result's shape, which the converter
     # takes from node.meta["val"] (view sizes, expand sizes, full's size, arange's end).
     sizes_only: bool = False
+    # "takes" / "gives" quantized tensors (importer/quantization.py), which the importer's
+    # dtype checks otherwise refuse; one it gives is its integer values (no torch type to check).
+    quantized: str = ""
 
 
 CONVERTERS: dict = {}
@@ -1053,4 +1056,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, attention, convolution, elementwise_ops, index_reductions, indexing, layout_ops, logical_reductions, norms, pooling, random_ops, scans, sorting  # noqa: E402,F401
+from . import activations, attention, convolution, elementwise_ops, index_reductions, indexing, layout_ops, logical_reductions, norms, pooling, quantization, random_ops, scans, sorting  # noqa: E402,F401

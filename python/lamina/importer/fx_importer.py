@@ -241,6 +241,11 @@ def _symbolic_scalar(a) -> bool:
     return isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
+def _quantized_ok(conv, val) -> bool:
+    """A quantized tensor where the converter takes or gives one (importer/quantization.py)."""
+    return bool(conv.quantized) and isinstance(val, torch.Tensor) and val.is_quantized
+
+
 def _is_item(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and node.target is torch.ops.aten._local_scalar_dense.default
 
@@ -284,11 +289,13 @@ def _node_reason(node: torch.fx.Node, gm: torch.fx.GraphModule | None = None) ->
     conv = aten_ops.CONVERTERS.get(node.target)
     if conv is None:
         return f"no lamina converter for {_target_name(node)}"
-    r = None if _is_item(node) else _val_reason(node.meta.get("val"), "result")
+    r = None if _is_item(node) or _quantized_ok(conv, node.meta.get("val")) else _val_reason(node.meta.get("val"), "result")
     if r:
         return r
     for a in node.all_input_nodes:
         av = a.meta.get("val")
+        if _quantized_ok(conv, av):
+            continue
         if av is not None and not _is_item(a) and not _scalar_node(a) and _val_reason(av, f"operand {a.name}"):
             return _val_reason(av, f"operand {a.name}")
     for a in _flat_args(node):
@@ -550,7 +557,8 @@ class FxImporter:
             raise
         except Exception as e:  # infer.ShapeError, MLIR errors, converter bugs
             raise LaminaImportError(f"{type(e).__name__}: {e}", node) from e
-        self._check(node, result)
+        if conv.quantized != "gives":
+            self._check(node, result)
         return result
 
     def _check(self, node, result):

@@ -499,7 +499,9 @@ class _ProgramBuilder:
         def prefix(x: str) -> str:   # the names say what an index depends on (masks read them)
             if re.search(r"\br\w*", x):
                 return "ri"
-            return "xi" if re.search(r"\b(?:[xv]|acc)\w*", x) else "si"
+            # no name but the kernel's arguments (a0, a1_size0): the same for every lane
+            scalar = not re.search(r"[A-Za-z_]\w*", re.sub(r"\ba\d+(?:_\w+)?\b", "", x))
+            return "si" if scalar else "xi"
         return [x if _is_int(x) or re.fullmatch(r"[A-Za-z_]\w*", x) else p.let(x, prefix=prefix(x)) for x in out]
 
     def _constant(self, op, v, idx, cond) -> str:
