@@ -52,13 +52,15 @@ def data_dependent_sizes():
 
 
 # CHECK-LABEL: empty_read
-# empty() whose value is read is not safe; fill_ of an empty one is
-# CHECK: unsupported empty: uninitialized tensor (aten.empty.memory_format) whose value is read by add
+# empty() holds any value, so zeros (functionalized programs overwrite what they read:
+# copy_ into it, slice_scatter); fill_ of an empty one is the filled constant
 # CHECK-NOT: unsupported
+# CHECK: "lamina.constant"() {value = dense<0.000000e+00> : tensor<3xf32>}
 # CHECK: "lamina.constant"() {value = dense<2.000000e+00> : tensor<3xf32>}
 @run
 def empty_read():
     report(aten_graph(lambda x: torch.empty(3) + x, torch.randn(3)))
+    print_imported(lambda x: torch.empty(3) + x, torch.randn(3), name="empty_add")
     print_imported(lambda x: torch.empty(3).fill_(2) + x, torch.randn(3), name="empty_fill")
 
 

@@ -71,11 +71,12 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
     the graph is exported once (functionalized, core-ATen decomposed) and dynamo calls the
     compiled graph directly, saving ~6 us per call. Everything else goes through
     AOTAutograd's forward/backward split."""
-    from torch._decomp import core_aten_decompositions
     from torch._dynamo.backends.common import aot_autograd
 
+    from .decompositions import lamina_decompositions
+
     opts = Options.resolve({**(options or {}), **kwargs})
-    decompositions = core_aten_decompositions()
+    decompositions = lamina_decompositions()
     if not _needs_autograd(example_inputs):
         inference = _inference_graph(gm, example_inputs, decompositions)
         if inference is not None:

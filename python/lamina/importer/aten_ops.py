@@ -238,19 +238,6 @@ def static_dims(dims_of, reason="a symbolic size along a flipped or padded dim (
     return check
 
 
-def _users_ignore_value(node) -> str | None:
-    """empty-like sources are only safe when every user reads just their shape."""
-    shape_only = {_resolve(n) for n in ("aten.full_like.default", "aten.zeros_like.default",
-                                         "aten.ones_like.default", "aten.empty_like.default",
-                                         "aten.fill.Scalar", "aten.uniform.default", "aten.bernoulli.p",
-                                         "aten.rand_like.default", "aten.randn_like.default",
-                                         "aten.randint_like.default", "aten.randint_like.low_dtype")}
-    for u in node.users:
-        if u.target not in shape_only or u.args[0] is not node:
-            return f"uninitialized tensor ({node.target}) whose value is read by {u.name}"
-    return None
-
-
 # ---- elementwise -----------------------------------------------------------------------------
 
 _UNARY = {
@@ -529,9 +516,21 @@ def _ones(imp, node, a):
     return constant(1, tt.element_type, T.dims_of(tt))
 
 
-# Uninitialized memory: safe only when no user reads the values (fill_ -> full_like).
+# Uninitialized memory: any value is eager's value, so zeros (a functionalized program
+# overwrites what it reads: new_empty + copy + slice_scatter for a circular pad).
 register("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
-         "aten.new_empty.default", check=_users_ignore_value, sizes_only=True)(_splat_like_meta(None))
+         "aten.new_empty.default", "aten.new_empty_strided.default", "aten.empty_permuted.default",
+         sizes_only=True)(_splat_like_meta(None))
+
+
+@register("aten.copy.default")
+def _copy(imp, node, a):
+    """copy(self, src): src cast to self's dtype and broadcast to its shape (self's values
+    are not read: functionalization's form of self.copy_(src))."""
+    want = meta_type(node)
+    src = a.src if isinstance(a.src, ir.Value) else constant(a.src, want.element_type)
+    src = cast(src, want.element_type)
+    return src if src.type == want else ops.broadcast_to(src, result_type=want)
 
 
 def constant_from_tensor(t: torch.Tensor) -> ir.Value:
@@ -1056,4 +1055,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, attention, convolution, elementwise_ops, index_reductions, indexing, layout_ops, logical_reductions, norms, pooling, quantization, random_ops, scans, sorting  # noqa: E402,F401
+from . import activations, attention, convolution, elementwise_ops, index_reductions, indexing, layout_ops, logical_reductions, norms, pooling, quantization, random_ops, scans, sorting, special_functions  # noqa: E402,F401

@@ -56,6 +56,12 @@ CASES = [
     ("unfold", lambda x: x.unfold(2, 3, 2), X),
     ("unfold_dim0", lambda x: x.unfold(0, 2, 1) + 1, X),
     ("unfold_noncontiguous", lambda x: x.transpose(1, 2).unfold(1, 4, 3), X),
+    ("pad_circular_1d", lambda x: torch.nn.functional.pad(x, (2, 1), mode="circular"), X),
+    ("pad_circular_2d", lambda x: torch.nn.functional.pad(x, (3, 0, 1, 2), mode="circular"), X),
+    ("copy_into_empty", lambda x: torch.empty(7, 3).copy_(x[0, :, :3]) * 2 + torch.empty_like(x[0, :, :3]).fill_(1), X),
+    ("copy_broadcast_cast", lambda x: x.new_empty(4, 7, 9, dtype=torch.float64).copy_(x[1:2, :, :]), X),
+    ("cosine_embedding_loss", lambda x: torch.nn.functional.cosine_embedding_loss(
+        x[0], x[1], torch.tensor([1.0, -1, 1, -1, 1, 1, -1])), X),
 ]
 
 

@@ -1,0 +1,253 @@
+"""Special and sign-manipulating elementwise functions, composed of lamina ops (so both
+targets get them with no new lowering). Computed in the result's float type (f16/bf16 in
+f32), with eager's values at the special points (poles, +-0, +-inf, NaN):
+
+    lgamma(x)    (in float64) Stirling's series at w >= 8 (z < 8 shifted up: lgamma(z) = lgamma(z + 8)
+                 - log(z (z+1) ... (z+7))), x < 0.5 by reflection log(pi / |sin(pi x)|) -
+                 lgamma(1 - x) with sin(pi x) from x - round(x); poles (0, -1, ...) -> inf
+    digamma(x)   the asymptotic series at w >= 10 (recurrence below), reflection
+                 psi(1 - x) - pi / tan(pi x); digamma(+-0) = -+inf, negative integers NaN
+    erfc(x)      1 - erf(x) for x < 0.5 (no cancellation there), else Numerical Recipes'
+                 erfcc fit t exp(-x^2 + P(t)) (relative error < 1.2e-7: float32 and below)
+    erfinv(y)    Giles' single-precision polynomials, then Newton steps on erf (two in
+                 float64); +-1 -> +-inf, |y| > 1 -> NaN
+    atan2(y, x)  atan(y / x) moved to its quadrant, with IEEE's values at zeros and infinities
+    hypot(x, y)  m sqrt(1 + (n / m)^2) (no overflow), inf wins over NaN
+    copysign, signbit   the sign from x < 0 or 1 / x < 0 (-0.0); NaN counts as positive
+    ldexp(x, e)  x * 2^e
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..dialect import ops
+from ..dialect import types as T
+from .aten_ops import cast, constant, elem, meta_type, register
+
+
+def _compute_type(node):
+    """(the result's element type, the type to compute in: f32 for f16/bf16)."""
+    want = meta_type(node).element_type
+    work = T.element_type("f32") if str(want) in ("f16", "bf16") else want
+    return want, work
+
+
+def _c(value, et):
+    return constant(value, et)
+
+
+def _poly(t, coefficients, et):
+    """c0 + t (c1 + t (c2 + ...)) by Horner."""
+    acc = _c(coefficients[-1], et)
+    for c in reversed(coefficients[:-1]):
+        acc = ops.add(_c(c, et), ops.mul(t, acc))
+    return acc
+
+
+def _is_integer(x):
+    return ops.eq(x, ops.floor(x))
+
+
+def _sinpi_tanpi_arg(x, et):
+    """r = x - round(x) in [-0.5, 0.5]: sin(pi x) = +-sin(pi r), tan(pi x) = tan(pi r)."""
+    return ops.sub(x, ops.round(x))
+
+
+# ---- lgamma -----------------------------------------------------------------------------------
+
+_STIRLING = [1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188]
+
+
+def _lgamma_positive(z, et):
+    """lgamma(z) for z >= 0.5."""
+    small = ops.lt(z, _c(8.0, et))
+    product = z
+    for k in range(1, 8):
+        product = ops.mul(product, ops.add(z, _c(float(k), et)))
+    shift = ops.where(small, ops.log(product), _c(0.0, et))
+    w = ops.where(small, ops.add(z, _c(8.0, et)), z)
+    inv = ops.div(_c(1.0, et), w)
+    series = ops.mul(inv, _poly(ops.mul(inv, inv), _STIRLING, et))
+    base = ops.add(ops.sub(ops.mul(ops.sub(w, _c(0.5, et)), ops.log(w)), w), _c(0.5 * math.log(2 * math.pi), et))
+    return ops.sub(ops.add(base, series), shift)
+
+
+@register("aten.lgamma.default")
+def _lgamma(imp, node, a):
+    want, _ = _compute_type(node)
+    et = T.element_type("f64")   # the shift's subtraction cancels near 1 and 2: float32 keeps ~1e-6
+    x = cast(a.self, et)
+    reflect = ops.lt(x, _c(0.5, et))
+    z = ops.where(reflect, ops.sub(_c(1.0, et), x), x)
+    positive = _lgamma_positive(z, et)
+    sin_r = ops.abs(ops.sin(ops.mul(_sinpi_tanpi_arg(x, et), _c(math.pi, et))))
+    reflected = ops.sub(ops.log(ops.div(_c(math.pi, et), sin_r)), positive)
+    y = ops.where(reflect, reflected, positive)
+    inf = _c(math.inf, et)
+    pole = ops.logical_and(reflect, _is_integer(x))   # 0, -1, -2, ... (and -inf)
+    y = ops.where(ops.logical_or(pole, ops.eq(ops.abs(x), inf)), inf, y)
+    return cast(y, want)
+
+
+# ---- digamma ----------------------------------------------------------------------------------
+
+_PSI = [-1.0 / 12, 1.0 / 120, -1.0 / 252, 1.0 / 240, -1.0 / 132]
+
+
+def _digamma_positive(z, et):
+    """psi(z) for z >= 0.5: shifted to z + 10 below 10, then the asymptotic series."""
+    small = ops.lt(z, _c(10.0, et))
+    shift = _c(0.0, et)
+    for k in range(10):
+        shift = ops.add(shift, ops.div(_c(1.0, et), ops.add(z, _c(float(k), et))))
+    shift = ops.where(small, shift, _c(0.0, et))
+    w = ops.where(small, ops.add(z, _c(10.0, et)), z)
+    inv = ops.div(_c(1.0, et), w)
+    inv2 = ops.mul(inv, inv)
+    series = ops.mul(inv2, _poly(inv2, _PSI, et))
+    return ops.sub(ops.add(ops.sub(ops.log(w), ops.mul(_c(0.5, et), inv)), series), shift)
+
+
+@register("aten.digamma.default")
+def _digamma(imp, node, a):
+    want, et = _compute_type(node)
+    x = cast(a.self, et)
+    reflect = ops.lt(x, _c(0.5, et))
+    z = ops.where(reflect, ops.sub(_c(1.0, et), x), x)
+    positive = _digamma_positive(z, et)
+    tan_r = ops.tan(ops.mul(_sinpi_tanpi_arg(x, et), _c(math.pi, et)))
+    y = ops.where(reflect, ops.sub(positive, ops.div(_c(math.pi, et), tan_r)), positive)
+    zero = _c(0.0, et)
+    y = ops.where(ops.logical_and(reflect, _is_integer(x)), _c(math.nan, et), y)   # -1, -2, ..., -inf
+    y = ops.where(ops.eq(x, zero), ops.div(_c(-1.0, et), x), y)   # +0 -> -inf, -0 -> +inf
+    y = ops.where(ops.eq(x, _c(math.inf, et)), x, y)
+    return cast(y, want)
+
+
+# ---- erfc, erfinv -----------------------------------------------------------------------------
+
+_ERFCC = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
+          1.48851587, -0.82215223, 0.17087277]
+
+
+def _no_float64(node):
+    val = node.meta.get("val")
+    if val is not None and val.dtype == torch.float64:
+        return "erfc in float64 (lamina's erfc is accurate to float32)"
+    return None
+
+
+@register("aten.erfc.default", check=_no_float64)
+def _erfc(imp, node, a):
+    want, et = _compute_type(node)
+    x = cast(a.self, et)
+    near = ops.sub(_c(1.0, et), ops.erf(x))
+    t = ops.div(_c(1.0, et), ops.add(_c(1.0, et), ops.mul(_c(0.5, et), ops.abs(x))))
+    tail = ops.mul(t, ops.exp(ops.sub(_poly(t, _ERFCC, et), ops.mul(x, x))))
+    return cast(ops.where(ops.lt(x, _c(0.5, et)), near, tail), want)
+
+
+_GILES_CENTRAL = [1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087, -4.39150654e-06,
+                  -3.5233877e-06, 3.43273939e-07, 2.81022636e-08]
+_GILES_TAIL = [2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773, -0.00367342844,
+               0.00134934322, 0.000100950558, -0.000200214257]
+
+
+@register("aten.erfinv.default")
+def _erfinv(imp, node, a):
+    want, et = _compute_type(node)
+    y = cast(a.self, et)
+    one = _c(1.0, et)
+    w = ops.neg(ops.log(ops.mul(ops.sub(one, y), ops.add(one, y))))
+    central = _poly(ops.sub(w, _c(2.5, et)), _GILES_CENTRAL, et)
+    tail = _poly(ops.sub(ops.sqrt(w), _c(3.0, et)), _GILES_TAIL, et)
+    x = ops.mul(ops.where(ops.lt(w, _c(5.0, et)), central, tail), y)
+    # Newton on erf(x) = y: x -= (erf(x) - y) / (2 / sqrt(pi) exp(-x^2))
+    for _ in range(2 if str(et) == "f64" else 1):
+        slope = ops.mul(_c(2.0 / math.sqrt(math.pi), et), ops.exp(ops.neg(ops.mul(x, x))))
+        x = ops.sub(x, ops.div(ops.sub(ops.erf(x), y), slope))
+    edge = ops.eq(ops.abs(y), one)
+    x = ops.where(edge, ops.mul(y, _c(math.inf, et)), x)
+    x = ops.where(ops.gt(ops.abs(y), one), _c(math.nan, et), x)
+    x = ops.where(ops.eq(y, _c(0.0, et)), y, x)   # +-0 -> +-0
+    return cast(x, want)
+
+
+# ---- atan2, hypot, copysign, signbit, ldexp ---------------------------------------------------
+
+def _negative(v, et):
+    """The sign bit of a float (x < 0, or -0.0: 1 / x = -inf); NaN counts as positive."""
+    zero = _c(0.0, et)
+    return ops.logical_or(ops.lt(v, zero), ops.logical_and(ops.eq(v, zero), ops.lt(ops.div(_c(1.0, et), v), zero)))
+
+
+def _signed(magnitude, negative):
+    return ops.where(negative, ops.neg(magnitude), magnitude)
+
+
+def _binary_floats(node, a, first="self", second="other"):
+    want, et = _compute_type(node)
+    u, v = a[first], a[second]
+    u = cast(u, et) if not isinstance(u, (int, float)) else _c(float(u), et)
+    v = cast(v, et) if not isinstance(v, (int, float)) else _c(float(v), et)
+    return want, et, u, v
+
+
+@register("aten.atan2.default")
+def _atan2(imp, node, a):
+    want, et, y, x = _binary_floats(node, a)
+    zero, pi = _c(0.0, et), _c(math.pi, et)
+    y_neg = _negative(y, et)
+    base = ops.atan(ops.div(y, x))
+    left = ops.add(base, _signed(pi, y_neg))                           # x < 0
+    on_axis = ops.where(ops.eq(y, zero), ops.where(_negative(x, et), _signed(pi, y_neg), y),
+                        _signed(_c(math.pi / 2, et), y_neg))          # x = +-0
+    r = ops.where(ops.gt(x, zero), base, ops.where(ops.lt(x, zero), left, on_axis))
+    inf = _c(math.inf, et)
+    both_inf = ops.logical_and(ops.eq(ops.abs(x), inf), ops.eq(ops.abs(y), inf))
+    corner = _signed(ops.where(_negative(x, et), _c(3 * math.pi / 4, et), _c(math.pi / 4, et)), y_neg)
+    r = ops.where(both_inf, corner, r)
+    r = ops.where(ops.logical_or(ops.ne(x, x), ops.ne(y, y)), _c(math.nan, et), r)
+    return cast(r, want)
+
+
+@register("aten.hypot.default")
+def _hypot(imp, node, a):
+    want, et, x, y = _binary_floats(node, a)
+    ax, ay = ops.abs(x), ops.abs(y)
+    big = ops.where(ops.ge(ax, ay), ax, ay)
+    small = ops.where(ops.ge(ax, ay), ay, ax)
+    ratio = ops.div(small, big)
+    r = ops.mul(big, ops.sqrt(ops.add(_c(1.0, et), ops.mul(ratio, ratio))))
+    zero, inf = _c(0.0, et), _c(math.inf, et)
+    r = ops.where(ops.eq(big, zero), zero, r)
+    r = ops.where(ops.logical_or(ops.ne(x, x), ops.ne(y, y)), _c(math.nan, et), r)
+    r = ops.where(ops.logical_or(ops.eq(ax, inf), ops.eq(ay, inf)), inf, r)   # inf wins over NaN
+    return cast(r, want)
+
+
+@register("aten.copysign.Tensor", "aten.copysign.Scalar")
+def _copysign(imp, node, a):
+    want, et, mag, sign = _binary_floats(node, a)
+    return cast(_signed(ops.abs(mag), _negative(sign, et)), want)
+
+
+@register("aten.signbit.default")
+def _signbit(imp, node, a):
+    x = a.self
+    et = elem(x)
+    if T.is_bool(et):
+        return ops.ne(x, x)   # all false
+    if not T.is_float(et):
+        return ops.lt(x, constant(0, et))
+    work = T.element_type("f32") if str(et) in ("f16", "bf16") else et
+    return _negative(cast(x, work), work)
+
+
+@register("aten.ldexp.Tensor")
+def _ldexp(imp, node, a):
+    want, et, x, e = _binary_floats(node, a)
+    return cast(ops.mul(x, ops.pow(_c(2.0, et), e)), want)
+

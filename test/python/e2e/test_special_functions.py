@@ -1,0 +1,57 @@
+"""Special and sign functions (lgamma, digamma, erfc, erfinv, atan2, hypot, copysign,
+signbit, ldexp), strict, against float64 eager: random values over several decades, the
+poles, +-0, +-inf, NaN and the branch boundaries of each composition (importer/
+special_functions.py). Runs on the cuda target too; erfc in float64 falls back (reported)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+lamina_backend = pytest.importorskip("lamina.backend")
+
+_G = torch.Generator().manual_seed(0)
+POINTS = torch.tensor([0.0, -0.0, -1.0, -2.0, -2.5, 1.0, 2.0, 0.5, 0.49999997, 1e-8, -1e-8, 1e10, -1e10, 1e30,
+                       math.inf, -math.inf, math.nan, 7.99, 8.0, 9.99, 10.0, 100.5, -0.5, -7.25])
+X = torch.cat([torch.randn(600, generator=_G) * 4, torch.rand(200, generator=_G) * 60 - 30, POINTS])
+U = torch.cat([torch.rand(600, generator=_G) * 2 - 1, torch.tensor([1.0, -1.0, 0.0, -0.0, 0.999999, -0.9999999,
+                                                                    1.5, -2.0, math.nan, 1e-30])])
+_EDGE_Y = [0.0, -0.0, 0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.inf, 0.0, math.nan, 1.0, 5.0, -math.inf, 3.0]
+_EDGE_X = [-0.0, -0.0, 0.0, 0.0, 0.0, -0.0, math.inf, math.inf, -math.inf, math.inf, 1.0, math.nan, -math.inf, 2.0, -0.0]
+Y2 = torch.cat([torch.randn(200, generator=_G) * 3, torch.tensor(_EDGE_Y)])
+X2 = torch.cat([torch.randn(200, generator=_G) * 3, torch.tensor(_EDGE_X)])
+E = torch.randint(-20, 20, X.shape, generator=_G)
+
+CASES = [("lgamma", torch.lgamma, (X,)), ("digamma", torch.digamma, (X,)), ("erfc", torch.special.erfc, (X,)),
+         ("erfinv", torch.erfinv, (U,)), ("atan2", torch.atan2, (Y2, X2)), ("hypot", torch.hypot, (Y2, X2)),
+         ("copysign", torch.copysign, (Y2, X2)), ("ldexp", torch.ldexp, (X, E))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name,fn,args", CASES, ids=[c[0] for c in CASES])
+def test_matches_float64_eager(name, fn, args, dtype):
+    args = tuple(a.to(dtype) if a.is_floating_point() else a for a in args)
+    torch._dynamo.reset()
+    if name == "erfc" and dtype == torch.float64:
+        with pytest.warns(lamina_backend.LaminaFallbackWarning):
+            torch.compile(fn, backend="lamina")(*args)
+        return
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(*args)
+    exact = fn(*(a.double() if a.is_floating_point() else a for a in args))
+    tol = dict(rtol=2e-6, atol=2e-6) if dtype == torch.float32 else dict(rtol=1e-9, atol=1e-12)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.double(), exact, equal_nan=True, **tol)
+    # the signs of zeros and infinities too
+    special = torch.isinf(exact) | (exact == 0)
+    assert torch.equal(torch.signbit(out.double()[special]), torch.signbit(exact[special]))
+
+
+def test_signbit_and_half_precision():
+    torch._dynamo.reset()
+    fn = lambda x: (torch.signbit(x), torch.signbit(x.to(torch.int32)), torch.lgamma(x.half()))   # noqa: E731
+    x = X.nan_to_num().clamp(-1e4, 1e4)
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(x)
+    ref = fn(x)
+    assert torch.equal(out[0], ref[0]) and torch.equal(out[1], ref[1])
+    torch.testing.assert_close(out[2], ref[2], equal_nan=True, rtol=1e-3, atol=1e-3)
