@@ -19,7 +19,7 @@ import torch
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import cast, constant, constant_from_array, elem, rank, register, shape
+from .aten_ops import cast, constant, constant_from_array, elem, meta_type, rank, register, shape
 
 _I64 = "i64"
 
@@ -331,3 +331,51 @@ def _diagonal_scatter(imp, node, a):
     if diag.size == 0:
         return x
     return _scatter_flat(x, constant_from_array(np.ascontiguousarray(diag), _elem_i64()), cast(src, elem(x)), "none")
+
+
+# ---- put, masked_scatter ---------------------------------------------------------------------
+
+def _static_self_check(what):
+    def check(node) -> str | None:
+        for arg in node.args[:3]:
+            v = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+            if isinstance(v, torch.Tensor) and any(not isinstance(s, int) for s in v.shape):
+                return f"{what} with symbolic sizes (not supported yet)"
+        x = node.args[0].meta.get("val")
+        if x is not None and x.dtype == torch.bool and what == "put" and node.kwargs.get("accumulate"):
+            return "put accumulating bools"
+        return None
+    return check
+
+
+@register("aten.put.default", check=_static_self_check("put"))
+def _put(imp, node, a):
+    """x.flatten()[index] = source (accumulate: +=), index wrapped and clamped like index_put."""
+    x = a.self
+    n = math.prod(shape(x))
+    if n == 0 or math.prod(shape(a.index)) == 0:
+        return x
+    # index and source have one element count (eager checks): _scatter_flat flattens both
+    return _scatter_flat(x, _wrapped(a.index, n), cast(a.source, elem(x)), "add" if a.accumulate else "none")
+
+
+@register("aten.masked_scatter.default", check=_static_self_check("masked_scatter"))
+def _masked_scatter(imp, node, a):
+    """out = x, with the k-th True of mask (row-major, mask broadcast to x) taking
+    source.flatten()[k]: k = cumsum(mask) - 1 (a scan), a gather from source, a where.
+    (Eager raises when source is too short; lamina's gather clamps: a read inside source.)"""
+    from .scans import inclusive_cumsum
+
+    xs = T.dims_of(meta_type(node))   # self and mask broadcast together
+    x = a.self if shape(a.self) == xs else ops.broadcast_to(a.self, result_type=T.tensor_type(xs, elem(a.self)))
+    n = math.prod(xs)
+    s = math.prod(shape(a.source))
+    if n == 0 or s == 0:
+        return x
+    mask = a.mask if shape(a.mask) == xs else ops.broadcast_to(a.mask, result_type=T.tensor_type(xs, elem(a.mask)))
+    flat_mask = ops.reshape(mask, result_type=T.tensor_type([n], elem(mask)))
+    k = ops.sub(inclusive_cumsum(cast(flat_mask, _elem_i64())), constant(1, _I64))
+    source = ops.reshape(cast(a.source, elem(x)), result_type=T.tensor_type([s], elem(x)))
+    taken = ops.index_select(source, _wrapped(k, s), dim=0)
+    out = ops.where(flat_mask, taken, ops.reshape(x, result_type=T.tensor_type([n], elem(x))))
+    return ops.reshape(out, result_type=x.type)

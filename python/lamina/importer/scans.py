@@ -51,6 +51,12 @@ def _scan(values, d: int, combine, fills):
     return values
 
 
+def inclusive_cumsum(x):
+    """The cumulative sum of a 1-D integer tensor."""
+    (out,) = _scan((x,), 0, lambda e, l, k: (ops.add(e[0], l[0]),), (0,))
+    return out
+
+
 @register("aten.cumsum.default", "aten.cumprod.default", check=_static_dim)
 def _cumsum_cumprod(imp, node, a):
     is_sum = node.target is torch.ops.aten.cumsum.default
@@ -108,3 +114,27 @@ def _register_cum_extreme(name: str, largest: bool):
 
 _register_cum_extreme("cummax", True)
 _register_cum_extreme("cummin", False)
+
+
+@register("aten.logcumsumexp.default", check=_static_dim)
+def _logcumsumexp(imp, node, a):
+    """A scan of log(exp(a) + exp(b)) = max + log1p(exp(min - max)) (ATen's helper: equal
+    infinities give themselves, so -inf stays -inf, not NaN); f16/bf16 in f32."""
+    want = meta_type(node).element_type
+    et = T.element_type("f32") if str(want) in ("f16", "bf16") else want
+    x = cast(a.self, et)
+    if rank(x) == 0:
+        return cast(x, want)
+    d = a.dim % rank(x)
+    if shape(x)[d] == 0:
+        return cast(x, want)
+
+    def combine(earlier, later, k):
+        (u,), (v,) = earlier, later
+        lo, hi = ops.minimum(u, v), ops.maximum(u, v)
+        summed = ops.add(hi, ops.log1p(ops.exp(ops.sub(lo, hi))))
+        same_inf = ops.logical_and(ops.eq(lo, hi), ops.eq(ops.abs(hi), constant(math.inf, et)))
+        return (ops.where(same_inf, hi, summed),)
+
+    (out,) = _scan((x,), d, combine, (-math.inf,))
+    return cast(out, want)

@@ -39,6 +39,12 @@ CASES = [
     ("gather_int", lambda x: torch.gather(x, 2, GI), XI),
     ("gather_empty", lambda x: torch.gather(x, 1, torch.zeros(5, 0, 7, dtype=torch.long)), X),
     ("take_along_dim_argsort_free", lambda x: torch.take_along_dim(x, x.argmax(1, keepdim=True), 1), X),
+    ("put", lambda x: x.put(torch.tensor([0, -1, 7, 7, 200]), torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0])), X),
+    ("put_accumulate", lambda x: x.put(torch.tensor([[0, -1], [7, 7]]), torch.tensor([1, 2, 3, 4]), accumulate=True), XI),
+    ("masked_scatter", lambda x: x.masked_scatter(x > 0.3, torch.arange(300.0)), X),
+    ("masked_scatter_broadcast_mask", lambda x: x.masked_scatter(x[0, 0] > 0, -torch.arange(300)), XI),
+    ("logcumsumexp", lambda x: torch.logcumsumexp(x * 30, 1), X),
+    ("bilinear", lambda x: torch.nn.functional.bilinear(x[0], x[1, :, :5], x.transpose(1, 2)[:4, :, :5], torch.arange(4.0)), X),
 ]
 
 
