@@ -251,7 +251,7 @@ def _tensor(arg, elem: str):
     sizes, strides = list(fields[3:3 + rank]), list(fields[3 + rank:3 + 2 * rank])
     dtype = getattr(torch, _TORCH_DTYPES[elem])
     if 0 in sizes:
-        return torch.empty(sizes, dtype=dtype)
+        return torch.empty(sizes, dtype=dtype, device="cpu")
     extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
     nbytes = extent * _ELEM_BYTES[elem]
     buf = (ctypes.c_char * nbytes).from_address(aligned + offset * _ELEM_BYTES[elem])

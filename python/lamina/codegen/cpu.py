@@ -453,7 +453,7 @@ class KernelLauncher:
     def _new_arena(self, nbytes: int):
         import torch
 
-        arena = torch.empty(max(int(nbytes), 1), dtype=torch.uint8)
+        arena = torch.empty(max(int(nbytes), 1), dtype=torch.uint8, device="cpu")   # not the default device
         self.local.arena = arena  # alive as long as this thread's descriptors point at it
         return arena
 

@@ -9,7 +9,8 @@ CPU kernels round and clamp (checked against eager at ties, NaN, +-inf and out-o
     fake_quantize_per_channel_affine_cachemask(x, scale[C], zp[C], axis, qmin, qmax)
         the same per channel of `axis`, but q goes through int64 before the clamp, as the
         kernel casts first: NaN and |q| >= 2^63 (+inf too) become int64's minimum -> qmin,
-        masked out
+        masked out. On CUDA both kernels cast first, and the cast is PTX's (NaN -> 0,
+        saturating): the importer follows the graph's device.
     quantize_per_tensor(x, scale, zp, dtype) -> dequantize
         a quantized tensor lives only inside the graph, as its integer values in i64:
         clamp(nearbyint(fma(x, 1.0f / scale, zp)), dtype's range), FBGEMM's rounding (zp is
@@ -67,21 +68,43 @@ def _float_input(node) -> str | None:
     return None
 
 
+def _through_int64(q, node):
+    """static_cast<int64_t>(q) as the device's kernel computes it: on the CPU, NaN and values
+    beyond int64 become its minimum (x86's conversion); on CUDA, NaN becomes 0 and the
+    rest saturate (PTX's cvt)."""
+    lo, hi = -(2.0 ** 63), 2.0 ** 63
+    if _on_cuda(node):
+        q = ops.where(ops.ne(q, q), constant(0.0, _F32), q)
+        q = ops.where(ops.ge(q, constant(hi, _F32)), constant(hi, _F32), q)
+        return ops.where(ops.lt(q, constant(lo, _F32)), constant(lo, _F32), q)
+    bad = ops.logical_or(ops.ne(q, q), ops.logical_not(_in_range(q, lo, hi - 1)))
+    return ops.where(bad, constant(lo, _F32), q)
+
+
+def _on_cuda(node) -> bool:
+    val = node.meta.get("val")
+    val = val[0] if isinstance(val, (tuple, list)) else val
+    return isinstance(val, torch.Tensor) and val.device.type == "cuda"
+
+
+def _per_tensor(x, scale, zp, qmin, qmax, node):
+    q = _unclamped(x, scale, zp)
+    if _on_cuda(node):   # CUDA's kernel casts to int64 before the clamp
+        q = _through_int64(q, node)
+    # the CPU kernel clamps in float: fmax(NaN, qmin) = qmin, and the mask is false
+    return _fake_out(_fclamp(q, qmin, qmax), zp, scale, x), _in_range(q, qmin, qmax)
+
+
 @register("aten.fake_quantize_per_tensor_affine_cachemask.default", check=_float_input)
 def _fake_quant_tensor(imp, node, a):
-    q = _unclamped(a.self, constant(float(a.scale), _F32), constant(int(a.zero_point), _F32))
-    out = _fake_out(_fclamp(q, a.quant_min, a.quant_max), constant(int(a.zero_point), _F32),
-                    constant(float(a.scale), _F32), a.self)
-    return out, _in_range(q, a.quant_min, a.quant_max)
+    return _per_tensor(a.self, constant(float(a.scale), _F32), constant(int(a.zero_point), _F32),
+                       a.quant_min, a.quant_max, node)
 
 
 @register("aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default", check=_float_input)
 def _fake_quant_tensor_qparams(imp, node, a):
     x = a.self
-    scale, zp = cast(a.scale, _f32()), cast(a.zero_point, _f32())
-    q = _unclamped(x, scale, zp)
-    out = _fake_out(_fclamp(q, a.quant_min, a.quant_max), zp, scale, x)
-    mask = _in_range(q, a.quant_min, a.quant_max)
+    out, mask = _per_tensor(x, cast(a.scale, _f32()), cast(a.zero_point, _f32()), a.quant_min, a.quant_max, node)
     enabled = ops.ne(cast(a.fake_quant_enabled, _f32()), constant(0.0, _F32))   # off: x itself, all kept
     enabled = reshape(enabled, T.tensor_type([1] * rank(x), T.element_type("i1"))) if rank(x) else \
         reshape(enabled, T.tensor_type([], T.element_type("i1")))
@@ -110,10 +133,7 @@ def _fake_quant_channel(imp, node, a):
     axis = a.axis % max(r, 1)
     scale = _along(cast(a.scale, _f32()), axis, r) if r else cast(a.scale, _f32())
     zp = _along(cast(a.zero_point, _f32()), axis, r) if r else cast(a.zero_point, _f32())
-    q = _unclamped(x, scale, zp)
-    # static_cast<int64_t> first: NaN and values beyond int64 become its minimum
-    bad = ops.logical_or(ops.ne(q, q), ops.logical_not(_in_range(q, -(2.0 ** 63), 2.0 ** 63 - 1)))
-    q = ops.where(bad, constant(-(2.0 ** 63), _F32), q)
+    q = _through_int64(_unclamped(x, scale, zp), node)
     return _fake_out(_fclamp(q, a.quant_min, a.quant_max), zp, scale, x), _in_range(q, a.quant_min, a.quant_max)
 
 

@@ -322,3 +322,17 @@ def test_parallel_loops_run_on_torchs_libgomp_pool(tmp_path):
     finally:
         torch.set_num_threads(prev)
     torch.testing.assert_close(one, out, rtol=0, atol=0)
+
+
+def test_cpu_graph_under_another_default_device():
+    """The CPU runtime's buffers (the arena) are CPU tensors whatever torch's default device
+    is (under set_default_device('cuda') it once handed a native kernel a GPU pointer)."""
+    x = torch.randn(4, 37)
+    fn = lambda x: torch.sort(x.t(), dim=0, stable=True).values * 2 + torch.ones(37, 4, device="cpu")   # noqa: E731
+    torch._dynamo.reset()
+    torch.set_default_device("meta")
+    try:
+        out = torch.compile(fn, backend="lamina", options={"strict": True})(x)
+    finally:
+        torch.set_default_device(None)
+    assert out.device.type == "cpu" and torch.equal(out, fn(x))
