@@ -3,11 +3,18 @@ Triton's built-ins differ: NaN-propagating max/min, C-style integer division, fm
 Conditions combine with nested tl.where, not `&` / `|`: the interpreter cannot combine a
 scalar boolean with a block.
 
-Written with tl primitives only, so they also run under TRITON_INTERPRET=1 (libdevice does
-not); tanh and friends use range-split formulas accurate to a few ulp in fp32.
+Written with tl primitives, so they also run under TRITON_INTERPRET=1 (libdevice does
+not); tanh and friends use range-split formulas accurate to a few ulp in fp32. Where a
+compiled kernel needs an exact instruction (round_even: LLVM contracts a multiply into the
+select form's subtraction), `_COMPILED` picks libdevice, and the interpreter the tl form.
 """
+import os
+
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
+
+_COMPILED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
 
 
 @triton.jit
@@ -100,6 +107,8 @@ def trunc(x):
 
 @triton.jit
 def round_even(x):
+    if _COMPILED:   # one rounding instruction: the select form below is wrong once compiled, where
+        return libdevice.rint(x)   # LLVM contracts a caller's x = a * b into d = fma(a, b, -f)
     f = tl.floor(x)
     d = x - f
     odd = (f - 2.0 * tl.floor(f * 0.5)) != 0.0
