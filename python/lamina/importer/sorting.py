@@ -1,20 +1,20 @@
 """Sorting and searching, composed of lamina ops (torch-mlir keeps these in its
 Uncategorized/Sort files):
 
-    sort / argsort / msort      a bitonic network along the dim (static size n, padded to
-                                N = 2^m): m(m+1)/2 compare-exchange steps, each reading the
-                                partner i ^ j with one index_select, so every step is a gather
-                                and elementwise ops on both targets
+    sort / argsort / msort      lamina.argsort along the dim (a stable bitonic network,
+                                lowering/sorting.py; static size along it), the values gathered
+                                by the positions it gives
     topk / kthvalue             the first k (the k-th) of the sorted dim
     median / nanmedian          the lower median of the sorted dim; median is NaN (at the first
                                 NaN's index) where the dim has a NaN, nanmedian skips NaNs
     searchsorted / bucketize    a count: lower bound = #{j: !(seq[j] >= x)} (upper: `>`), the
                                 predicate of ATen's binary search, so NaN x lands at the end
 
-The network orders (value, original index) pairs totally: NaN after every number (before,
-descending), equal values by index, padding after everything. So the sort is stable (torch
-leaves the order of ties unspecified unless stable=True, and stable=True is this order), and
-topk/kthvalue/median return the index torch's stable order gives.
+lamina.argsort orders (value, original position) pairs totally: NaN after every number
+(before, descending), equal values by position. So the sort is stable (torch leaves the
+order of ties unspecified unless stable=True, and stable=True is this order), and
+topk/kthvalue/median return the position torch's stable order gives. Bools sort as 0/1
+bytes (i1 compares signed).
 """
 from __future__ import annotations
 
