@@ -379,3 +379,69 @@ def _masked_scatter(imp, node, a):
     taken = ops.index_select(source, _wrapped(k, s), dim=0)
     out = ops.where(flat_mask, taken, ops.reshape(x, result_type=T.tensor_type([n], elem(x))))
     return ops.reshape(out, result_type=x.type)
+
+
+# ---- embedding_bag ---------------------------------------------------------------------------
+
+def _embedding_bag_check(node) -> str | None:
+    import operator
+
+    for u in node.users:
+        if u.target is not operator.getitem or u.args[1] != 0:
+            return ("embedding_bag whose offset2bag / bag_size / max_indices are used (their values "
+                    "are ATen's bookkeeping for the backward: not supported yet)")
+    for arg in node.args[:3]:
+        v = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        if isinstance(v, torch.Tensor) and any(not isinstance(s, int) for s in v.shape):
+            return "embedding_bag with symbolic sizes (not supported yet)"
+    idx = node.args[1].meta.get("val")
+    if idx is not None and idx.dim() != 1:
+        return "embedding_bag with indices of rank other than 1"
+    return None
+
+
+@register("aten._embedding_bag_forward_only.default", "aten._embedding_bag.default", check=_embedding_bag_check)
+def _embedding_bag(imp, node, a):
+    """out[b] = sum / mean / max over the bag's rows weight[indices[i]] (times per-sample
+    weights), bag(i) = #{offsets[j] <= i} - 1, rows at padding_idx left out: one
+    lamina.scatter (add or max) into [bags * D] in the order of i, as ATen's CPU loop.
+    Empty bags give 0. (The other three outputs are not produced: see the check.)"""
+    w, idx, offsets = a.weight, a.indices, a.offsets
+    want = T.element_type(str(elem(w)))
+    et = T.element_type("f32") if str(want) in ("f16", "bf16") else want
+    vocab, dim = shape(w)
+    n = shape(idx)[0]
+    bags = shape(offsets)[0] - (1 if a.include_last_offset else 0)
+    if bags <= 0 or n == 0 or dim == 0:
+        return constant(0, want, [max(bags, 0), dim]), None, None, None
+    i64 = _elem_i64()
+    starts = ops.slice(offsets, dim=0, start=0, end=bags, step=1) if bags != shape(offsets)[0] else offsets
+    starts = ops.reshape(cast(starts, i64), result_type=T.tensor_type([1, bags], i64))
+    pos = ops.reshape(ops.iota(result_type=T.tensor_type([n], i64)), result_type=T.tensor_type([n, 1], i64))
+    bag = ops.sub(ops.reduce_sum(cast(ops.le(starts, pos), i64), dims=[1], keepdim=False), constant(1, _I64))
+    bag = ops.maximum(bag, constant(0, _I64))
+    rows = cast(ops.index_select(w, _wrapped(idx, vocab), dim=0), et)   # [n, dim]
+    if a.per_sample_weights is not None:
+        rows = ops.mul(rows, ops.reshape(cast(a.per_sample_weights, et), result_type=T.tensor_type([n, 1], et)))
+    keep = None
+    if a.padding_idx is not None and a.padding_idx >= 0:
+        keep = ops.ne(cast(idx, i64), constant(int(a.padding_idx), _I64))   # [n]
+    mode = int(a.mode)
+    flat = ops.add(ops.mul(ops.reshape(bag, result_type=T.tensor_type([n, 1], i64)), constant(dim, _I64)),
+                   ops.reshape(ops.iota(result_type=T.tensor_type([dim], i64)), result_type=T.tensor_type([1, dim], i64)))
+    keep2 = None if keep is None else ops.reshape(keep, result_type=T.tensor_type([n, 1], T.element_type("i1")))
+    ones = constant(1.0, et, [n]) if keep is None else cast(keep, et)
+    count = _scatter_flat(constant(0.0, et, [bags]), bag, ones, "add")   # rows per bag (padding left out)
+    if mode == 2:   # max
+        fill = constant(-math.inf, et)
+        updates = rows if keep2 is None else ops.where(keep2, rows, fill)
+        out = _scatter_flat(constant(-math.inf, et, [bags * dim]), flat, updates, "max")
+    else:
+        updates = rows if keep2 is None else ops.where(keep2, rows, constant(0.0, et))
+        out = _scatter_flat(constant(0.0, et, [bags * dim]), flat, updates, "add")
+    out = ops.reshape(out, result_type=T.tensor_type([bags, dim], et))
+    count = ops.reshape(count, result_type=T.tensor_type([bags, 1], et))
+    if mode == 1:
+        out = ops.div(out, ops.maximum(count, constant(1.0, et)))
+    out = ops.where(ops.gt(count, constant(0.0, et)), out, constant(0.0, et))
+    return cast(out, want), None, None, None

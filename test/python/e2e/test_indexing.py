@@ -78,3 +78,28 @@ def test_boolean_mask_falls_back_with_a_reason():
     fn = lambda x: x[x > 0] * 2   # noqa: E731
     out = torch.compile(fn, backend="lamina")(X)
     torch.testing.assert_close(out, fn(X))
+
+
+_W = torch.randn(10, 3, generator=torch.Generator().manual_seed(5))
+_IDX = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+_OFF = torch.tensor([0, 4, 4, 6])   # bags of 4, 0 (empty), 2, 2
+
+
+@pytest.mark.parametrize("kwargs", [dict(mode="sum"), dict(mode="mean", padding_idx=2), dict(mode="max"),
+                                    dict(mode="max", padding_idx=4), dict(mode="sum", include_last_offset=True),
+                                    dict(mode="sum", per_sample_weights=torch.arange(8.0))],
+                         ids=["sum", "mean_padding", "max", "max_padding", "last_offset", "per_sample_weights"])
+def test_embedding_bag(kwargs):
+    offsets = torch.tensor([0, 3, 8]) if kwargs.get("include_last_offset") else _OFF
+    fn = lambda i, o: torch.nn.functional.embedding_bag(i, _W, o, **kwargs)   # noqa: E731
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(_IDX, offsets)
+    torch.testing.assert_close(out, fn(_IDX, offsets))
+    assert lamina_backend.last_report()["fallback_ops"] == []
+
+
+def test_embedding_bag_2d_input():
+    fn = lambda i: torch.nn.functional.embedding_bag(i, _W, mode="mean")   # noqa: E731
+    i = torch.tensor([[1, 2, 4], [5, 4, 3]])
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(fn, backend="lamina", options={"strict": True})(i), fn(i))
