@@ -287,16 +287,28 @@ def _scatter_reduce(imp, node, a):
     x, idx = a.self, a.index
     if math.prod(shape(idx)) == 0:
         return x
-    if rank(x) == 0:
-        raise NotImplementedError("scatter_reduce of a 0-d tensor")
-    dim = a.dim % rank(x)
+    if rank(x) == 0:   # every index addresses the one element: as 1-D
+        return _as_0d(_scatter_reduce_into(_as_1d(x), 0, _as_1d(idx), _as_1d(a.src), a.reduce, a.include_self))
+    return _scatter_reduce_into(x, a.dim % rank(x), idx, a.src, a.reduce, a.include_self)
+
+
+def _as_1d(v):
+    return ops.reshape(v, result_type=T.tensor_type([math.prod(shape(v))], elem(v)))
+
+
+def _as_0d(v):
+    return ops.reshape(v, result_type=T.tensor_type([], elem(v)))
+
+
+def _scatter_reduce_into(x, dim: int, idx, src, reduce_name: str, include_self: bool):
+    """scatter_reduce(x, dim, idx, src, reduce_name, include_self) for a rank >= 1 x."""
     et = elem(x)
-    src = cast(_src_region(a.src, shape(idx)), et)
+    src = cast(_src_region(src, shape(idx)), et)
     pos = _scatter_positions(x, dim, idx)
-    mean = a.reduce == "mean"
-    reduce = "add" if mean else _REDUCE[a.reduce]
+    mean = reduce_name == "mean"
+    reduce = "add" if mean else _REDUCE[reduce_name]
     base = x
-    if not a.include_self:   # the positions any update reaches start from the identity
+    if not include_self:   # the positions any update reaches start from the identity
         touched = _scatter_flat(ops.broadcast_to(constant(0, "i8"), result_type=T.tensor_type(shape(x), T.element_type("i8"))),
                                 pos, ops.broadcast_to(constant(1, "i8"), result_type=T.tensor_type(shape(idx), T.element_type("i8"))),
                                 "none")
@@ -305,10 +317,38 @@ def _scatter_reduce(imp, node, a):
     out = _scatter_flat(base, pos, src, reduce)
     if mean:   # sum / count, the count including self when include_self
         ones = ops.broadcast_to(constant(1.0, et), result_type=T.tensor_type(shape(idx), et))
-        start = constant(1.0 if a.include_self else 0.0, et)
+        start = constant(1.0 if include_self else 0.0, et)
         count = _scatter_flat(ops.broadcast_to(start, result_type=x.type), pos, ones, "add")
         out = ops.where(ops.gt(count, constant(0.0, et)), ops.div(out, ops.maximum(count, constant(1.0, et))), out)
     return out
+
+
+def _index_reduce_check(node) -> str | None:
+    x, idx, src = (node.args[i].meta.get("val") for i in (0, 2, 3))
+    if any(not isinstance(v, int) for t in (x, idx, src) for v in t.shape):
+        return "index_reduce with symbolic sizes (not supported yet)"
+    if node.args[4] == "mean" and not x.dtype.is_floating_point:
+        return "index_reduce mean of integers (torch floors the mean)"
+    if x.dtype == torch.bool:
+        return "index_reduce of bools"
+    return None
+
+
+@register("aten.index_reduce.default", check=_index_reduce_check)
+def _index_reduce(imp, node, a):
+    """x[.., index[i], ..] (reduce)= source[.., i, ..]: scatter_reduce with the index laid
+    along `dim` of source's shape."""
+    x, src = a.self, a.source
+    if math.prod(shape(src)) == 0:
+        return x
+    if rank(x) == 0:   # every index addresses the one element: as 1-D
+        return _as_0d(_scatter_reduce_into(_as_1d(x), 0, _as_1d(a.index), _as_1d(src), a.reduce, a.include_self))
+    dim = a.dim % rank(x)
+    k = shape(a.index)[0] if rank(a.index) else 1
+    line = ops.reshape(cast(a.index, _elem_i64()), result_type=T.tensor_type(
+        [k if d == dim else 1 for d in range(rank(src))], _elem_i64()))
+    idx = ops.broadcast_to(line, result_type=T.tensor_type(shape(src), _elem_i64()))
+    return _scatter_reduce_into(x, dim, idx, src, a.reduce, a.include_self)
 
 
 def _diagonal_scatter_check(node) -> str | None:

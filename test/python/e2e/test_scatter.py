@@ -43,6 +43,12 @@ CASES = [
     ("diagonal_scatter_offset_dims", lambda x: torch.diagonal_scatter(x, torch.ones(6, 3), 1, 0, 2), X),
     ("diagonal_scatter_negative_offset", lambda x: torch.diagonal_scatter(x, torch.ones(4, 4), -1, 0, 1), X),
     ("scatter_reduce_amax_int_noself", lambda x: torch.scatter_reduce(x, 0, IDX, SRCI, "amax", include_self=False), XI),
+    ("index_reduce_prod", lambda x: x.index_reduce(1, torch.tensor([0, 2, 2, 5]), x[:, :4] + 1, "prod"), X),
+    ("index_reduce_mean_no_self", lambda x: x.index_reduce(0, torch.tensor([4, 0, 4]), x[:3] * 2, "mean",
+                                                          include_self=False), X),
+    ("index_reduce_amax_int", lambda x: x.index_reduce(2, torch.tensor([3, 3, 1]), x[..., :3] * 3, "amax"), XI),
+    ("index_reduce_amin_0d", lambda x: x[0, 0, 0].index_reduce(0, torch.tensor([0]), x[1, 1, 1], "amin"), X),
+    ("scatter_reduce_0d", lambda x: x[1, 1, 1].scatter_reduce(0, torch.tensor([0, 0, 0]), x[0, 0, :3], "sum"), X),
 ]
 
 
