@@ -35,6 +35,12 @@ def element_type(name: str) -> ir.Type:
     raise ValueError(f"unsupported element type {name!r}")
 
 
+def widened(t: ir.Type) -> ir.Type:
+    """The element type to compute in: f32 for f16/bf16 (rounded once at the end, as torch's
+    kernels accumulate half types), else t itself."""
+    return element_type("f32") if type_name(t) in ("f16", "bf16") else t
+
+
 def is_float(t: ir.Type) -> bool:
     return _CATEGORY.get(type_name(t)) == 2
 

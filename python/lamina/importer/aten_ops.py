@@ -1035,7 +1035,7 @@ def _native_layer_norm(imp, node, a):
     stat_et = meta_type(node, 1).element_type
     # Statistics and the normalization compute in f32 for f16/bf16 inputs, as torch's
     # kernels do (whatever dtype torch reports for mean/rstd), and round once at the end.
-    acc_et = T.element_type("f32") if str(out_et) in ("f16", "bf16") else out_et
+    acc_et = T.widened(out_et)
     x = cast(x, acc_et)
     r = rank(x)
     dims = list(range(r - len(a.normalized_shape), r))

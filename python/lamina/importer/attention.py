@@ -73,7 +73,7 @@ def _gradients(p, q, k, v, o, do, scale: float, acc):
 
 
 def _acc(q):
-    return T.element_type("f32") if str(elem(q)) in ("f16", "bf16") else elem(q)
+    return T.widened(elem(q))
 
 
 @register("aten._scaled_dot_product_flash_attention_for_cpu.default", check=_no_dropout)
@@ -165,7 +165,7 @@ def _self_attention(q_in, k_in, v_in, embed_dim: int, heads: int, qkv_w, qkv_b, 
 @register("aten._transformer_encoder_layer_fwd.default", check=_no_mask)
 def _encoder_layer(imp, node, a):
     want = meta_type(node)
-    acc = T.element_type("f32") if str(want.element_type) in ("f16", "bf16") else want.element_type
+    acc = T.widened(want.element_type)
     x = cast(a.src, acc)
 
     def sa(h):
@@ -189,7 +189,7 @@ def _encoder_layer(imp, node, a):
 @register("aten._native_multi_head_attention.default", check=_no_mask)
 def _multi_head_attention(imp, node, a):
     want = meta_type(node, 0)
-    acc = T.element_type("f32") if str(want.element_type) in ("f16", "bf16") else want.element_type
+    acc = T.widened(want.element_type)
     q, k, v = (cast(t, acc) for t in (a.query, a.key, a.value))
     out, p = _self_attention(q, k, v, a.embed_dim, a.num_head, a.qkv_weight, a.qkv_bias, a.proj_weight,
                              a.proj_bias, acc)

@@ -190,6 +190,6 @@ def _convolution_backward(imp, node, a):
         grad_weight = cast(grad_weight, meta_type(node, 1).element_type)
     if mask[2]:
         dims = [0] + list(range(2, 2 + r))
-        acc = T.element_type("f32") if str(elem(go)) in ("f16", "bf16") else elem(go)
+        acc = T.widened(elem(go))
         grad_bias = cast(ops.reduce_sum(cast(go, acc), dims=dims, keepdim=False), meta_type(node, 2).element_type)
     return (grad_input, grad_weight, grad_bias)

@@ -448,7 +448,7 @@ def _embedding_bag(imp, node, a):
     Empty bags give 0. (The other three outputs are not produced: see the check.)"""
     w, idx, offsets = a.weight, a.indices, a.offsets
     want = T.element_type(str(elem(w)))
-    et = T.element_type("f32") if str(want) in ("f16", "bf16") else want
+    et = T.widened(want)
     vocab, dim = shape(w)
     n = shape(idx)[0]
     bags = shape(offsets)[0] - (1 if a.include_last_offset else 0)

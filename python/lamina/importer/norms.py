@@ -51,7 +51,7 @@ def _vector_norm(imp, node, a):
 # do, rounding once at the end; mean and rstd come out in the dtype torch reports for them.
 
 def _acc(et):
-    return T.element_type("f32") if str(et) in ("f16", "bf16") else et
+    return T.widened(et)
 
 
 def _per_channel(v, r: int, et):

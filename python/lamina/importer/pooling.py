@@ -182,7 +182,7 @@ def _register_max_pool(r: int):
 
 def _scatter_back(grad, windows, in_shape, mask_of, want):
     """sum over taps of place(where(mask, grad, 0)); mask None: grad itself."""
-    acc_et = T.element_type("f32") if str(elem(grad)) in ("f16", "bf16") else elem(grad)
+    acc_et = T.widened(elem(grad))
     g = cast(grad, acc_et)
     total = None
     if 0 not in windows.out and 0 not in in_shape:
@@ -228,7 +228,7 @@ def _register_avg_pool(r: int):
         k, s, p = _avg_args(a, r)
         windows = _Windows(shape(x)[-r:], k, s, p, [1] * r, bool(a.ceil_mode))
         want = meta_type(node)
-        acc = T.element_type("f32") if str(elem(x)) in ("f16", "bf16") else elem(x)
+        acc = T.widened(elem(x))
         if 0 in windows.out or 0 in shape(x):
             return constant(0, want.element_type, T.dims_of(want))
         xa = cast(x, acc)
@@ -246,7 +246,7 @@ def _register_avg_pool(r: int):
         x, grad = a.self, a.grad_output
         k, s, p = _avg_args(a, r)
         windows = _Windows(shape(x)[-r:], k, s, p, [1] * r, bool(a.ceil_mode))
-        acc = T.element_type("f32") if str(elem(grad)) in ("f16", "bf16") else elem(grad)
+        acc = T.widened(elem(grad))
         div = _divisors(windows, bool(a.count_include_pad), a.divisor_override)
         scaled = ops.div(cast(grad, acc), _const(div, acc)) if 0 not in windows.out else grad
         return _scatter_back(scaled, windows, shape(x), lambda tap: None, meta_type(node))
@@ -285,7 +285,7 @@ def _register_adaptive_avg(r: int):
         x = a.self
         want = meta_type(node)
         out = _expand_arg(a.output_size, r)
-        acc = T.element_type("f32") if str(elem(x)) in ("f16", "bf16") else elem(x)
+        acc = T.widened(elem(x))
         if 0 in shape(x) or 0 in out:
             return constant(0, want.element_type, T.dims_of(want))
         y = cast(x, acc)
@@ -300,7 +300,7 @@ def _register_adaptive_avg(r: int):
     def _adaptive_avg_backward(imp, node, a):
         grad, x = a.grad_output, a.self
         want = meta_type(node)
-        acc = T.element_type("f32") if str(elem(grad)) in ("f16", "bf16") else elem(grad)
+        acc = T.widened(elem(grad))
         if 0 in shape(x):
             return constant(0, want.element_type, T.dims_of(want))
         y = cast(grad, acc)
@@ -374,7 +374,7 @@ def _register_adaptive_max(r: int):
         grad, x, indices = a.grad_output, a.self, a.indices
         windows = _AdaptiveWindows(shape(x)[-r:], shape(grad)[-r:])
         want = meta_type(node)
-        acc = T.element_type("f32") if str(elem(grad)) in ("f16", "bf16") else elem(grad)
+        acc = T.widened(elem(grad))
         g = cast(grad, acc)
         lead = rank(x) - r
         total = None

@@ -113,7 +113,7 @@ def _native_dropout(imp, node, a):
         return zero, ops.broadcast_to(constant(False, "i1"), result_type=mask_t)
     u = _uniform(imp, node, out_t)
     keep = ops.lt(u, constant(1.0 - p, elem(u)))
-    acc = T.element_type("f32") if str(elem(x)) in ("f16", "bf16") else elem(x)
+    acc = T.widened(elem(x))
     scaled = ops.mul(cast(x, acc), constant(1.0 / (1.0 - p), acc))
     out = ops.where(keep, scaled, constant(0.0, acc))
     return cast(out, out_t.element_type), cast(keep, mask_t.element_type)

@@ -57,24 +57,24 @@ def inclusive_cumsum(x):
     return out
 
 
+def _scan_one(node, a, combine, identity):
+    """The inclusive scan of a.self along a.dim in the result's compute type (f16/bf16 in
+    f32, rounded once): combine(earlier, later, et) of two tensors, identity(et) its fill."""
+    want = meta_type(node).element_type
+    et = T.widened(want)
+    x = cast(a.self, et)
+    if rank(x) == 0 or shape(x)[a.dim % rank(x)] == 0:
+        return cast(x, want)
+    (out,) = _scan((x,), a.dim % rank(x), lambda e, l, k: (combine(e[0], l[0], et),), (identity(et),))
+    return cast(out, want)
+
+
 @register("aten.cumsum.default", "aten.cumprod.default", check=_static_dim)
 def _cumsum_cumprod(imp, node, a):
     is_sum = node.target is torch.ops.aten.cumsum.default
-    want = meta_type(node)
-    et = want.element_type
-    acc = T.element_type("f32") if str(et) in ("f16", "bf16") else et
-    x = cast(a.self, acc)
-    if rank(x) == 0:
-        return cast(x, et)
-    d = a.dim % rank(x)
-    if shape(x)[d] == 0:
-        return cast(x, et)
     op = ops.add if is_sum else ops.mul
-    identity = 0 if is_sum else 1
-    if T.is_bool(acc):
-        identity = bool(identity)
-    (out,) = _scan((x,), d, lambda e, l, k: (op(e[0], l[0]),), (identity,))
-    return cast(out, et)
+    return _scan_one(node, a, lambda u, v, et: op(u, v),
+                     lambda et: bool(not is_sum) if T.is_bool(et) else (0 if is_sum else 1))
 
 
 def _register_cum_extreme(name: str, largest: bool):
@@ -120,21 +120,10 @@ _register_cum_extreme("cummin", False)
 def _logcumsumexp(imp, node, a):
     """A scan of log(exp(a) + exp(b)) = max + log1p(exp(min - max)) (ATen's helper: equal
     infinities give themselves, so -inf stays -inf, not NaN); f16/bf16 in f32."""
-    want = meta_type(node).element_type
-    et = T.element_type("f32") if str(want) in ("f16", "bf16") else want
-    x = cast(a.self, et)
-    if rank(x) == 0:
-        return cast(x, want)
-    d = a.dim % rank(x)
-    if shape(x)[d] == 0:
-        return cast(x, want)
-
-    def combine(earlier, later, k):
-        (u,), (v,) = earlier, later
+    def combine(u, v, et):
         lo, hi = ops.minimum(u, v), ops.maximum(u, v)
         summed = ops.add(hi, ops.log1p(ops.exp(ops.sub(lo, hi))))
         same_inf = ops.logical_and(ops.eq(lo, hi), ops.eq(ops.abs(hi), constant(math.inf, et)))
-        return (ops.where(same_inf, hi, summed),)
+        return ops.where(same_inf, hi, summed)
 
-    (out,) = _scan((x,), d, combine, (-math.inf,))
-    return cast(out, want)
+    return _scan_one(node, a, combine, lambda et: -math.inf)

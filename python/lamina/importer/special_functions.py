@@ -30,7 +30,7 @@ from .aten_ops import cast, constant, elem, meta_type, register
 def _compute_type(node):
     """(the result's element type, the type to compute in: f32 for f16/bf16)."""
     want = meta_type(node).element_type
-    work = T.element_type("f32") if str(want) in ("f16", "bf16") else want
+    work = T.widened(want)
     return want, work
 
 
@@ -242,7 +242,7 @@ def _signbit(imp, node, a):
         return ops.ne(x, x)   # all false
     if not T.is_float(et):
         return ops.lt(x, constant(0, et))
-    work = T.element_type("f32") if str(et) in ("f16", "bf16") else et
+    work = T.widened(et)
     return _negative(cast(x, work), work)
 
 
