@@ -19,7 +19,13 @@ The module is verified after every stage, so IR that a stage built wrong is a Py
 exception (and the backend's fallback) before a later stage can hit an assertion in an
 upstream pass and abort the process.
 
-`compile_module(module, ...)` runs them and returns a runtime.CompiledGraph. Set
+`compile_module(module, ...)` runs them in this process and returns a
+runtime.CompiledGraph. `run_stages(..., export=True)` is what a compile worker runs
+(lamina.service): its last stage makes the target's artifact (`export`: the CPU target's
+shared object) instead of a loaded library; `load_artifact` + `make_compiled_graph` turn
+that into a CompiledGraph in the user's process. `until=<stage>` stops after a stage
+(`lamina-opt --lamina-compile="target=cpu until=linalg"`), and LAMINA_FAULT
+(service/faults.py) fails a stage on purpose. Set
 LAMINA_DUMP_IR=<dir> (or dump_dir=) to write the module after every stage as
 <dir>/<graph>.<NN>-<stage>.mlir, so any level can be read, edited and replayed with
 `lamina-opt`.
@@ -41,9 +47,14 @@ from .transforms.registry import run_pass
 
 @dataclass
 class CompileResult:
-    compiled: CompiledGraph
+    compiled: CompiledGraph | None
     stage_seconds: dict = field(default_factory=dict)
     stage_ir: dict = field(default_factory=dict)   # stage -> IR text (when keep_ir)
+    plan: object = None                            # the LaunchPlan (after stage plan)
+    library: object = None                         # the target's KernelLibrary (after load)
+    artifact: dict | None = None                   # instead of `library` with export=True
+    cache: str = "off"                             # the compile cache: "hit", "miss" or "off"
+    worker: int | None = None                      # pid of the compile worker that compiled it
 
 
 def _asm(module: ir.Module) -> str:
@@ -76,18 +87,46 @@ def mark_strided_inputs(graph_func, indices) -> None:
         _set_arg_attr(graph_func, i, LAYOUT_ATTR, ir.StringAttr.get("strided"))
 
 
+STAGES = ("graph", "fuse", "widen", "outline", "plan", "linalg", "abi", "schedule", "target", "load")
+
+
 def compile_module(module: ir.Module, *, target: str = "cpu", strided_args=frozenset(),
                    dump_dir: str | None = None, keep_ir: bool = False,
                    target_options: dict | None = None) -> CompileResult:
-    """Compile a module holding one lamina graph function into a CompiledGraph.
+    """Compile a module holding one lamina graph function into a CompiledGraph, in this process.
 
     `strided_args`: indices of graph arguments whose tensors are not contiguous.
     `target_options`: settings a target takes through its `configure` (cuda: autotune)."""
+    result = run_stages(module, target=target, strided_args=strided_args, dump_dir=dump_dir,
+                        keep_ir=keep_ir, target_options=target_options)
+    result.compiled = make_compiled_graph(target, target_options, result.plan, result.library)
+    return result
+
+
+def run_stages(module: ir.Module, *, target: str = "cpu", strided_args=frozenset(), dump_dir: str | None = None,
+               keep_ir: bool = False, target_options: dict | None = None, export: bool = False,
+               until: str | None = None, on_stage=None) -> CompileResult:
+    """Run the stages on `module` in place, up to and including `until` (default: all).
+
+    The last stage, load, makes the target's KernelLibrary (`result.library`), or with
+    `export` what a compile worker hands back instead: the target's artifact
+    (`result.artifact`, picklable; `load_artifact` makes the library from it in another
+    process). `on_stage(name)` is called before each stage runs (a worker reports progress
+    with it, so a crash can be blamed on its stage)."""
+    if until is not None and until not in STAGES:
+        raise ValueError(f"unknown stage {until!r}; stages: {', '.join(STAGES)}")
     with module.context, ir.Location.unknown(module.context):
-        return _compile_module(module, target, strided_args, dump_dir, keep_ir, target_options or {})
+        return _run_stages(module, target, strided_args, dump_dir, keep_ir, target_options or {}, export,
+                           until, on_stage)
 
 
-def _compile_module(module, target, strided_args, dump_dir, keep_ir, target_options) -> CompileResult:
+class _StopAfter(Exception):
+    pass
+
+
+def _run_stages(module, target, strided_args, dump_dir, keep_ir, target_options, export, until, on_stage):
+    from .service import faults
+
     tgt = get_target(target)
     if hasattr(tgt, "configure"):
         tgt.configure(**target_options)
@@ -99,19 +138,24 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir, target_opti
     counter = [0]
 
     def stage(name, fn):
+        if on_stage is not None:
+            on_stage(name)
+        faults.inject(name)
         t0 = time.perf_counter()
         out = fn()
         if name != "load":
             _verify(module, name)
         result.stage_seconds[name] = time.perf_counter() - t0
         counter[0] += 1
-        if keep_ir or dump_dir:
+        if (keep_ir or dump_dir) and name != "load":
             text = _asm(module)
             if keep_ir:
                 result.stage_ir[name] = text
             if dump_dir:
                 Path(dump_dir).mkdir(parents=True, exist_ok=True)
                 (Path(dump_dir) / f"{graph_name}.{counter[0]:02d}-{name}.mlir").write_text(text)
+        if name == until:
+            raise _StopAfter
         return out
 
     if keep_ir or dump_dir:
@@ -121,23 +165,69 @@ def _compile_module(module, target, strided_args, dump_dir, keep_ir, target_opti
         if dump_dir:
             Path(dump_dir).mkdir(parents=True, exist_ok=True)
             (Path(dump_dir) / f"{graph_name}.00-import.mlir").write_text(text)
-    stage("graph", lambda: run_graph_passes(module))
-    # a target may widen what one kernel holds (cuda: attention chains); the rest is shared
-    stage("fuse", lambda: run_pass("lamina-fuse", module, **getattr(tgt, "fusion_options", {})))
-    stage("widen", lambda: run_pass("lamina-widen-low-precision", module))
-    stage("outline", lambda: run_pass("lamina-outline-kernels", module))
-    stage("plan", lambda: run_pass("lamina-plan-memory", module, **getattr(tgt, "plan_options", {})))
-    plan = extract_launch_plan(graph_function(module))
-    stage("linalg", lambda: run_pass("lamina-to-linalg", module))
-    stage("abi", lambda: run_pass("lamina-kernel-abi", module))
-    if hasattr(tgt, "schedule"):
-        stage("schedule", lambda: tgt.schedule(module))
-    stage("target", lambda: tgt.lower(module))
-    library = stage("load", lambda: tgt.load(module))
-    if dump_dir and getattr(library, "sources", None):
-        for kernel, text in library.sources.items():
-            (Path(dump_dir) / f"{graph_name}.{kernel}.{tgt.name}.py").write_text(text)
-    runner = getattr(tgt, "runner", None)
-    result.compiled = runner(plan, library) if runner else CompiledGraph(plan, library, device=tgt.device)
-    result.compiled.launch_plan_text = plan.describe()
+    try:
+        stage("graph", lambda: run_graph_passes(module))
+        # a target may widen what one kernel holds (cuda: attention chains); the rest is shared
+        stage("fuse", lambda: run_pass("lamina-fuse", module, **getattr(tgt, "fusion_options", {})))
+        stage("widen", lambda: run_pass("lamina-widen-low-precision", module))
+        stage("outline", lambda: run_pass("lamina-outline-kernels", module))
+        stage("plan", lambda: run_pass("lamina-plan-memory", module, **getattr(tgt, "plan_options", {})))
+        result.plan = extract_launch_plan(graph_function(module))
+        stage("linalg", lambda: run_pass("lamina-to-linalg", module))
+        stage("abi", lambda: run_pass("lamina-kernel-abi", module))
+        stage("schedule", lambda: tgt.schedule(module) if hasattr(tgt, "schedule") else None)
+        stage("target", lambda: tgt.lower(module))
+        if export:
+            result.artifact = stage("load", lambda: export_artifact(tgt, module))
+        else:
+            result.library = stage("load", lambda: tgt.load(module))
+            if dump_dir:
+                _dump_sources(dump_dir, graph_name, tgt.name, result.library)
+    except _StopAfter:
+        pass
     return result
+
+
+def _dump_sources(dump_dir, graph_name, target_name, library) -> None:
+    for kernel, text in (getattr(library, "sources", None) or {}).items():
+        (Path(dump_dir) / f"{graph_name}.{kernel}.{target_name}.py").write_text(text)
+
+
+def export_artifact(tgt, module: ir.Module) -> dict:
+    """What a worker hands back for `module` after the target stage: the target's own
+    artifact (`export`: the CPU target's shared object), else the lowered module's text."""
+    if hasattr(tgt, "export"):
+        return tgt.export(module)
+    return {"kind": "mlir", "text": _asm(module)}
+
+
+def load_artifact(target: str, target_options: dict | None, artifact: dict, dump_dir: str | None = None,
+                  graph_name: str = ""):
+    """The KernelLibrary of an artifact `export_artifact` made (in any process)."""
+    tgt = get_target(target)
+    if hasattr(tgt, "configure"):
+        tgt.configure(**(target_options or {}))
+    if artifact.get("kind") == "mlir":
+        from . import dialect
+
+        ctx = dialect.make_context()
+        with ctx:
+            module = ir.Module.parse(artifact["text"])
+            library = tgt.load(module)
+        library._mlir_context, library._mlir_module = ctx, module   # what the library reads lives here
+    else:
+        library = tgt.load_artifact(artifact)
+    dump_dir = dump_dir or os.environ.get("LAMINA_DUMP_IR")
+    if dump_dir:
+        _dump_sources(dump_dir, graph_name, tgt.name, library)
+    return library
+
+
+def make_compiled_graph(target: str, target_options: dict | None, plan, library) -> CompiledGraph:
+    tgt = get_target(target)
+    if hasattr(tgt, "configure"):
+        tgt.configure(**(target_options or {}))
+    runner = getattr(tgt, "runner", None)
+    compiled = runner(plan, library) if runner else CompiledGraph(plan, library, device=tgt.device)
+    compiled.launch_plan_text = plan.describe()
+    return compiled

@@ -15,3 +15,10 @@ if "TRITON_INTERPRET" not in os.environ:
         _has_gpu = False
     if not _has_gpu:
         os.environ["TRITON_INTERPRET"] = "1"
+
+# Compiled graphs are cached on disk (lamina.service.cache): a test session uses its own
+# cache, so runs neither read nor fill the user's.
+if "LAMINA_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["LAMINA_CACHE_DIR"] = tempfile.mkdtemp(prefix="lamina-test-cache-")

@@ -11,7 +11,8 @@ AOTAutograd's forward and backward graphs.
 from __future__ import annotations
 
 
-from .errors import LaminaCompileError, LaminaError, LaminaFallbackWarning, LaminaUnsupportedError  # noqa: F401
+from .errors import (LaminaCompileError, LaminaError, LaminaFallbackWarning, LaminaInputError,  # noqa: F401
+                     LaminaUnsupportedError)
 from .options import Options
 from .report import clear_reports, last_report, reports  # noqa: F401
 
@@ -76,6 +77,10 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
     from .decompositions import lamina_decompositions
 
     opts = Options.resolve({**(options or {}), **kwargs})
+    if not opts.compile_in_process:
+        from ..service.pool import get_pool
+
+        get_pool().warm()   # the first worker boots while AOTAutograd traces
     decompositions = lamina_decompositions()
     if not _needs_autograd(example_inputs):
         inference = _inference_graph(gm, example_inputs, decompositions)

@@ -28,7 +28,7 @@ from ..codegen.target import supported_devices, target_devices, target_for_devic
 from ..importer import LaminaOperatorSupport, import_graph, source_line, unsupported_nodes
 from ..pipeline import compile_module
 from . import report, rng
-from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaUnsupportedError
+from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaInputError, LaminaUnsupportedError
 from .options import Options
 
 _graph_ids = itertools.count()
@@ -179,27 +179,86 @@ def _strided_placeholders(gm: torch.fx.GraphModule) -> set[int]:
 def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     """Import and compile a fully supported graph; returns (callable, CompileResult)."""
     # Code generators walk expressions recursively: a pooling window of 64 taps is a chain of
-    # a few hundred values, past Python's default limit of 1000 frames.
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10000))
-    try:
-        return _compile_graph_module(gm, name, options)
-    finally:
-        sys.setrecursionlimit(limit)
+    # a few hundred values, past Python's default limit of 1000 frames. (Raised for good: the
+    # limit is per process, and partitions compile in several threads at once.)
+    if sys.getrecursionlimit() < 10000:
+        sys.setrecursionlimit(10000)
+    return _compile_graph_module(gm, name, options)
 
 
 def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
+    from ..pipeline import graph_function, mark_strided_inputs
+
     ctx = dialect.make_context()
+    target_options = {"autotune": options.autotune, "cudagraphs": options.cudagraphs}
     with ctx:
         imported = import_graph(gm, ctx, name=name)
-        result = compile_module(imported.module, target=options.target, target_options={"autotune": options.autotune, "cudagraphs": options.cudagraphs},
-                                strided_args=_strided_placeholders(gm), dump_dir=options.dump_ir)
-    result.compiled._mlir_context = ctx  # the JIT module lives in this context
+        mark_strided_inputs(graph_function(imported.module), _strided_placeholders(gm))
+        if options.compile_in_process:
+            result = compile_module(imported.module, target=options.target, target_options=target_options,
+                                    dump_dir=options.dump_ir)
+            result.compiled._mlir_context = ctx  # the JIT module lives in this context
+        else:
+            from ..service.client import compile_out_of_process
+
+            result = compile_out_of_process(imported.module, name, options.target, target_options,
+                                            dump_dir=options.dump_ir)
     output = next(n for n in gm.graph.nodes if n.op == "output")
     single = not isinstance(output.args[0], (tuple, list))
     result_of_output = [None if spec is None else spec.result_index if hasattr(spec, "result_index")
                         else ("size", spec.expr) for spec in imported.outputs]
-    return result.compiled.structured_call(single, result_of_output), result
+    fn = result.compiled.structured_call(single, result_of_output)
+    if options.check_inputs:
+        fn = _checking_inputs(fn, gm, name)
+    return fn, result
+
+
+def _input_specs(gm: torch.fx.GraphModule) -> list[tuple]:
+    """(position, name, dtype, device, shape, stride) of each tensor input, a symbolic size or
+    stride as None (any value)."""
+    def concrete(values):
+        return tuple(v if isinstance(v, int) else None for v in values)
+
+    specs = []
+    for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+        val = n.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            specs.append((i, n.name, val.dtype, val.device, concrete(val.shape), concrete(val.stride())))
+    return specs
+
+
+def _checking_inputs(fn, gm: torch.fx.GraphModule, name: str):
+    """`fn` preceded by a check of its tensors against what `gm` was compiled for
+    (options={"check_inputs": True}): a mismatch raises LaminaInputError naming the input."""
+    specs = _input_specs(gm)
+
+    def mismatch(i, arg_name, dtype, device, shape, stride, a):
+        what = f"lamina: {name} was compiled for input {i} ({arg_name})"
+        if not isinstance(a, torch.Tensor):
+            return f"{what} as a tensor, got {type(a).__name__}"
+        if a.dtype != dtype:
+            return f"{what} of dtype {dtype}, got {a.dtype}"
+        if a.device != device:
+            return f"{what} on device {device}, got {a.device}"
+        if a.dim() != len(shape) or any(s is not None and s != t for s, t in zip(shape, a.shape)):
+            return f"{what} of shape {_spec_text(shape)}, got {list(a.shape)}"
+        if any(s is not None and size > 1 and s != t for s, t, size in zip(stride, a.stride(), a.shape)):
+            return f"{what} with strides {_spec_text(stride)}, got {list(a.stride())}"
+        return None
+
+    def checked(*args):
+        for i, arg_name, dtype, device, shape, stride in specs:
+            problem = mismatch(i, arg_name, dtype, device, shape, stride, args[i] if i < len(args) else None)
+            if problem:
+                raise LaminaInputError(problem)
+        return fn(*args)
+
+    checked.compiled_graph = getattr(fn, "compiled_graph", None)
+    return checked
+
+
+def _spec_text(values) -> str:
+    return "[" + ", ".join("*" if v is None else str(v) for v in values) + "]"
 
 
 def _input_devices(example_inputs) -> set[str]:
@@ -254,6 +313,8 @@ def _compile_whole(gm, name, options, entry):
     entry["kernels"] = result.compiled.num_kernels
     entry["partitions"] = 1
     entry["stage_s"] = {k: round(v, 4) for k, v in result.stage_seconds.items()}
+    entry["cache"] = result.cache
+    entry["compiled_in"] = "process" if options.compile_in_process else "worker"
     if getattr(result.compiled, "compiles_on_first_call", False):
         return _first_call_guard(fn, gm, name, options, entry)
     return fn
@@ -296,6 +357,8 @@ def _compile_failed(gm, name, options, entry, error):
     entry["fallback_ops"] += [_op_name(n) for n in _aten_nodes(gm)]
     entry["error"] = f"{type(error).__name__}: {error}"
     entry["fallback_reason"] = f"compile failed: {type(error).__name__}"
+    if getattr(error, "reproducer", None):
+        entry["reproducer"] = error.reproducer
     return gm
 
 
@@ -303,30 +366,59 @@ def _compile_partitions(gm, name, options, entry):
     partitioner = CapabilityBasedPartitioner(gm, LaminaOperatorSupport(), allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()
     fused = partitioner.fuse_partitions(partitions)
-    compiled_ops = 0
-    for node in list(fused.graph.nodes):
-        if node.op != "call_module" or not node.target.startswith("fused_"):
-            continue
-        sub = getattr(fused, node.target)
-        sub_name = f"{name}_{node.target}"
-        sub_ops = _aten_nodes(sub)
+    subgraphs = [(node.target, getattr(fused, node.target)) for node in list(fused.graph.nodes)
+                 if node.op == "call_module" and node.target.startswith("fused_")]
+
+    def compile_one(item):
+        target, sub = item
         try:
-            fn, result = compile_graph_module(sub, sub_name, options)
+            return compile_graph_module(sub, f"{name}_{target}", options), None
         except Exception as e:  # noqa: BLE001
+            return None, e
+
+    # The partitions compile concurrently on the compile workers (the threads only wait for
+    # them); compiling in process keeps to one thread.
+    workers = 1 if options.compile_in_process else _worker_count()
+    if workers > 1 and len(subgraphs) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(workers, len(subgraphs)), thread_name_prefix="lamina-compile") as pool:
+            outcomes = list(pool.map(compile_one, subgraphs))
+    else:
+        outcomes = [compile_one(item) for item in subgraphs]
+    compiled_ops = 0
+    for (target, sub), (compiled, error) in zip(subgraphs, outcomes):
+        sub_name = f"{name}_{target}"
+        sub_ops = _aten_nodes(sub)
+        if error is not None:
             if options.strict:
-                raise LaminaCompileError(f"lamina (strict): compiling {sub_name} failed: {type(e).__name__}: {e}") from e
-            _warn_once(f"lamina: compiling {sub_name} failed ({type(e).__name__}); running it eagerly.")
+                raise LaminaCompileError(f"lamina (strict): compiling {sub_name} failed: {type(error).__name__}: "
+                                         f"{error}") from error
+            _warn_once(f"lamina: compiling {sub_name} failed ({type(error).__name__}: "
+                       f"{str(error).splitlines()[0] if str(error) else ''}); running it eagerly.")
             entry["fallback_ops"] += [_op_name(n) for n in sub_ops]
+            if getattr(error, "reproducer", None):
+                entry.setdefault("reproducers", []).append(error.reproducer)
             continue
-        setattr(fused, node.target, _ModuleWrapper(fn))
+        fn, result = compiled
+        setattr(fused, target, _ModuleWrapper(fn))
         compiled_ops += len(sub_ops)
         entry["kernels"] += result.compiled.num_kernels
         entry["partitions"] += 1
+        entry.setdefault("cache_partitions", []).append(result.cache)
+        if result.worker is not None:
+            entry.setdefault("workers", []).append(result.worker)
     entry["ops_compiled"] = compiled_ops
     in_partition = {n.name for p in partitions for n in p.nodes}
     entry["fallback_ops"] += [_op_name(n) for n in _aten_nodes(gm) if n.name not in in_partition]
     fused.recompile()
     return fused
+
+
+def _worker_count() -> int:
+    from ..service.pool import get_pool
+
+    return get_pool().size
 
 
 class _ModuleWrapper(torch.nn.Module):

@@ -16,3 +16,8 @@ class LaminaCompileError(LaminaError):
 
 class LaminaFallbackWarning(UserWarning):
     """Part of a graph runs in eager PyTorch instead of lamina kernels."""
+
+
+class LaminaInputError(LaminaError, ValueError):
+    """options={"check_inputs": True}: a call's tensor differs from what the graph was
+    compiled for (shape, stride, dtype or device)."""

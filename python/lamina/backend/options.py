@@ -11,6 +11,12 @@
                                       as Inductor's max-autotune, a slower first call)
     cudagraphs (LAMINA_CUDAGRAPHS=1)  cuda target: replay each compiled graph from a CUDA graph (one
                                       launch per call; inputs copied in, outputs copied out)
+    compile_in_process (LAMINA_COMPILE_IN_PROCESS=1)
+                                      run MLIR and LLVM in this process (debugging) instead of in
+                                      crash-isolated compile workers (lamina.service), without the
+                                      on-disk cache
+    check_inputs (LAMINA_CHECK_INPUTS=1)  check each call's tensors (shape, stride, dtype, device)
+                                      against those the graph was compiled for; a mismatch raises
 """
 from __future__ import annotations
 
@@ -35,6 +41,8 @@ class Options:
     dump_ir: str | None = None
     autotune: bool | str = True
     cudagraphs: bool = False
+    compile_in_process: bool = False
+    check_inputs: bool = False
 
     @classmethod
     def resolve(cls, options: dict | None) -> "Options":
@@ -43,7 +51,9 @@ class Options:
                    report=os.environ.get("LAMINA_REPORT") or None,
                    dump_ir=os.environ.get("LAMINA_DUMP_IR") or None,
                    autotune=_autotune_level(os.environ.get("LAMINA_AUTOTUNE", "1")),
-                   cudagraphs=_env_flag("LAMINA_CUDAGRAPHS"))
+                   cudagraphs=_env_flag("LAMINA_CUDAGRAPHS"),
+                   compile_in_process=_env_flag("LAMINA_COMPILE_IN_PROCESS"),
+                   check_inputs=_env_flag("LAMINA_CHECK_INPUTS"))
         known = {f.name for f in fields(cls)}
         for key, value in (options or {}).items():
             if key not in known:

@@ -46,10 +46,17 @@ BLAS_SYMBOLS = tuple(_GEMM.values())  # what a module declares once the pass has
 _BYTES = {"f32": 4, "f64": 8}
 
 
-@functools.lru_cache(maxsize=None)
 def host_blas_library() -> str | None:
     """The loaded library exporting the Fortran BLAS sgemm_ and dgemm_ (torch's libtorch_cpu,
-    which links MKL), or None."""
+    which links MKL), or None (a compile worker: the user process's answer, codegen/host.py)."""
+    from .host import given
+
+    is_given, value = given("blas")
+    return value if is_given else _probe_blas_library()
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_blas_library() -> str | None:
     try:
         import torch
     except ImportError:

@@ -335,6 +335,13 @@ def register_library_runtime(engine, names) -> None:
         engine.register_runtime(name, _callback(x_elem, acc_elem))
 
 
+def callback_address(name: str) -> int:
+    """The address of the function a `lamina_conv_*` call runs (a loaded shared object's
+    callback slot is set to it: codegen/shared_object.py)."""
+    x_elem, acc_elem = name[len(SYMBOL_PREFIX):].split("_")
+    return ctypes.cast(_callback(x_elem, acc_elem), ctypes.c_void_p).value
+
+
 def raise_pending_error() -> None:
     """Re-raise, after the native call, an exception a library convolution of this thread
     raised inside it (the results are then not to be used)."""

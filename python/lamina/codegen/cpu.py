@@ -55,7 +55,6 @@ def _find_in_site_packages(*relative: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
 def runtime_libraries() -> tuple[str, ...]:
     """Shared libraries the JIT links against: LLVM's OpenMP runtime and MLIR's float16 utils.
 
@@ -66,6 +65,16 @@ def runtime_libraries() -> tuple[str, ...]:
     added when present. MLIR's C runner utils (`memrefCopy`) are not needed: strided copies
     become loops (`copies_to_loops`), so the JIT does not drag in libMLIR.so (186 MB).
     """
+    from .host import given
+
+    is_given, value = given("runtime_libraries")
+    if is_given and value is not None:   # a compile worker: the user process's libraries
+        return tuple(value)
+    return _probe_runtime_libraries()
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_runtime_libraries() -> tuple[str, ...]:
     omp = os.environ.get("LAMINA_OPENMP_LIB") or _find_in_site_packages("cmeel.prefix", "lib", "libomp.so")
     if not omp:
         raise RuntimeLibraryError("LLVM's OpenMP runtime (libomp.so) not found: pip install cmeel-libomp, "
@@ -353,8 +362,39 @@ def _c_interface_names(module: ir.Module) -> list[str]:
     return names
 
 
-class CpuKernelLibrary:
-    """Kernels of one module, JIT-compiled together."""
+class NativeKernelEntries:
+    """Launching kernels found by `_entry(name)`: a packed C interface (`_mlir__mlir_ciface_<name>`)
+    taking void** to memref descriptors (CpuKernelLibrary: the JIT; shared_object.py: a
+    loaded shared object). Launchers keep the library alive."""
+
+    def _entry(self, kernel: str):
+        raise NotImplementedError
+
+    def launch(self, kernel: str, inputs: Sequence, outputs: Sequence) -> None:
+        descs = [descriptor(t) for t in inputs] + [descriptor(t) for t in outputs]
+        # The packed C interface takes void** pointing at each argument, and each argument
+        # of an emit_c_interface function is a pointer to a memref descriptor.
+        ptrs = [ctypes.pointer(d) for d in descs]
+        packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
+        self._entry(kernel)(packed)
+
+    def launcher(self, kernel: str, strided: Sequence[bool]) -> "KernelLauncher":
+        """A cheaper launch for repeated calls: descriptors and the packed argument array are
+        built once (per thread); a call only stores the tensors' data pointers (and the
+        strides of the arguments whose memrefs have a dynamic strided layout)."""
+        return KernelLauncher(self._entry(kernel), list(strided), owner=self)
+
+    def graph_launcher(self, graph: str, strided: Sequence[bool], arena_bytes: int | None,
+                       index_args: Sequence[bool] = ()) -> "KernelLauncher":
+        """The launcher of a graph entry (lamina-kernel-abi): tensors are the graph's inputs
+        then its output buffers; the arena is appended, one per thread. `arena_bytes` None:
+        its size depends on symbols and the caller passes it per call."""
+        return KernelLauncher(self._entry(graph), list(strided), arena_bytes=arena_bytes,
+                              index_args=list(index_args), has_arena=True, owner=self)
+
+
+class CpuKernelLibrary(NativeKernelEntries):
+    """Kernels of one module, JIT-compiled together (in this process)."""
 
     def __init__(self, module: ir.Module, opt_level: int = 3):
         _import_dynamo_first()
@@ -392,28 +432,6 @@ class CpuKernelLibrary:
             fn = self._entries[kernel] = self.engine.lookup(kernel)
         return fn
 
-    def launch(self, kernel: str, inputs: Sequence, outputs: Sequence) -> None:
-        descs = [descriptor(t) for t in inputs] + [descriptor(t) for t in outputs]
-        # The packed C interface takes void** pointing at each argument, and each argument
-        # of an emit_c_interface function is a pointer to a memref descriptor.
-        ptrs = [ctypes.pointer(d) for d in descs]
-        packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
-        self._entry(kernel)(packed)
-
-    def launcher(self, kernel: str, strided: Sequence[bool]) -> "KernelLauncher":
-        """A cheaper launch for repeated calls: descriptors and the packed argument array are
-        built once (per thread); a call only stores the tensors' data pointers (and the
-        strides of the arguments whose memrefs have a dynamic strided layout)."""
-        return KernelLauncher(self._entry(kernel), list(strided))
-
-    def graph_launcher(self, graph: str, strided: Sequence[bool], arena_bytes: int | None,
-                       index_args: Sequence[bool] = ()) -> "KernelLauncher":
-        """The launcher of a graph entry (lamina-kernel-abi): tensors are the graph's inputs
-        then its output buffers; the arena is appended, one per thread. `arena_bytes` None:
-        its size depends on symbols and the caller passes it per call."""
-        return KernelLauncher(self._entry(graph), list(strided), arena_bytes=arena_bytes,
-                              index_args=list(index_args), has_arena=True)
-
 
 class KernelLauncher:
     """Calls one kernel on tensors (inputs then outputs, in the kernel's argument order).
@@ -426,9 +444,10 @@ class KernelLauncher:
     per call when that is None), so concurrent calls do not race."""
 
     def __init__(self, fn, strided: list[bool], arena_bytes: int | None = None,
-                 index_args: list[bool] | None = None, has_arena: bool = False):
+                 index_args: list[bool] | None = None, has_arena: bool = False, owner=None):
         import threading
 
+        self.owner = owner   # the library whose code `fn` is: alive while this launcher is
         self.fn, self.strided, self.arena_bytes = fn, strided, arena_bytes
         self.index_args = index_args or [False] * len(strided)
         self.has_arena = has_arena or arena_bytes is not None
@@ -523,4 +542,34 @@ class CpuTarget:
             run_pass("lamina-expand-math", module)
 
     def load(self, module: ir.Module) -> CpuKernelLibrary:
-        return CpuKernelLibrary(module, opt_level=int(os.environ.get("LAMINA_OPT_LEVEL", "3")))
+        return CpuKernelLibrary(module, opt_level=_opt_level())
+
+    def export(self, module: ir.Module) -> dict:
+        """The kernels as a shared object (codegen/shared_object.py): what a compile worker
+        hands back and the compile cache keeps."""
+        from . import shared_object
+        from .conv_library import declared_library_functions
+
+        _check_no_runner_utils_calls(module)
+        libs = []
+        if _declares(module, "GOMP_parallel"):   # before libomp, which exports GOMP_* too
+            from .gomp import host_gomp_library
+
+            libs.append(host_gomp_library())
+        if any(_declares(module, s) for s in BLAS_SYMBOLS):
+            libs.append(host_blas_library())
+        libs += check_loadable(runtime_libraries())   # a broken libomp fails here, as in the JIT
+        callbacks = declared_library_functions(module)
+        entries = [n for n in _c_interface_names(module) if n not in callbacks]
+        return shared_object.export(module, libs, callbacks, entries, opt_level=_opt_level())
+
+    def load_artifact(self, artifact: dict):
+        from .shared_object import ARTIFACT_KIND, SharedObjectLibrary
+
+        if artifact.get("kind") != ARTIFACT_KIND:
+            raise ValueError(f"lamina: the cpu target cannot load an artifact of kind {artifact.get('kind')!r}")
+        return SharedObjectLibrary(artifact)
+
+
+def _opt_level() -> int:
+    return int(os.environ.get("LAMINA_OPT_LEVEL", "3"))

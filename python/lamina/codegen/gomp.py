@@ -38,9 +38,17 @@ _CLONED_CONSTANTS = ("llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.undef", 
                      "llvm.mlir.addressof")
 
 
-@functools.lru_cache(maxsize=None)
 def host_gomp_library() -> str | None:
-    """The libgomp this process has loaded (torch's), if it exports GOMP_parallel, else None."""
+    """The libgomp this process has loaded (torch's), if it exports GOMP_parallel, else None
+    (a compile worker: the user process's answer, codegen/host.py)."""
+    from .host import given
+
+    is_given, value = given("gomp")
+    return value if is_given else _probe_gomp_library()
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_gomp_library() -> str | None:
     if os.environ.get("LAMINA_OPENMP", "").strip().lower() == "libomp":
         return None
     try:

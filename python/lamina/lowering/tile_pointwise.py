@@ -60,6 +60,11 @@ def vector_lanes() -> int:
 
 
 def threads() -> int:
+    from ..codegen.host import given
+
+    is_given, value = given("threads")
+    if is_given:
+        return value
     try:
         import torch
 

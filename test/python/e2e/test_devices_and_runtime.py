@@ -133,10 +133,10 @@ def broken_openmp(tmp_path, monkeypatch):
     bad = tmp_path / "libomp.so"
     bad.write_bytes(b"this is not an ELF file")
     monkeypatch.setenv("LAMINA_OPENMP_LIB", str(bad))
-    cpu.runtime_libraries.cache_clear()
+    cpu._probe_runtime_libraries.cache_clear()
     yield bad
     monkeypatch.delenv("LAMINA_OPENMP_LIB")
-    cpu.runtime_libraries.cache_clear()
+    cpu._probe_runtime_libraries.cache_clear()
 
 
 def test_a_runtime_library_that_does_not_load_is_an_exception(broken_openmp):

@@ -1,0 +1,158 @@
+"""Compile workers (lamina.service): a compile that crashes, hangs or fails never takes the
+user's process with it; it falls back with a warning naming a reproducer that replays the
+failure with lamina-opt; `strict` raises; dead workers are replaced."""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import lamina.backend as lb
+from lamina.backend import compile_fx as compile_fx_mod
+from lamina.pipeline import STAGES
+from lamina.service.pool import get_pool
+
+
+def small_graph(x, w):
+    return torch.relu(x @ w + 1.0).sum(-1) * 2
+
+
+def inputs():
+    torch.manual_seed(0)
+    return torch.randn(8, 16), torch.randn(16, 4)
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch, tmp_path):
+    monkeypatch.setattr(compile_fx_mod, "_warned", set())   # warn-once is per process
+    monkeypatch.setenv("LAMINA_REPRO_DIR", str(tmp_path / "repro"))
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def compile_and_run(options=None):
+    x, w = inputs()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(small_graph, backend="lamina", options=options or {})(x, w)
+    torch.testing.assert_close(out, small_graph(x, w))
+    return [str(c.message) for c in caught if "lamina" in str(c.message)]
+
+
+def replay(command: str, **extra_env) -> subprocess.CompletedProcess:
+    """Run a reproducer's command line (`VAR=value ... lamina-opt FILE --lamina-compile=...`)."""
+    words = shlex.split(command)
+    env = dict(os.environ)
+    while "=" in words[0] and not words[0].startswith("-"):
+        key, value = words.pop(0).split("=", 1)
+        env[key] = value
+    env.update(extra_env)
+    assert words[0] == "lamina-opt"
+    return subprocess.run([sys.executable, "-m", "lamina.tools.lamina_opt", *words[1:]], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_an_abort_at_any_stage_is_survived_with_a_reproducer(stage, monkeypatch):
+    monkeypatch.setenv("LAMINA_FAULT", f"abort@{stage}")
+    messages = compile_and_run()   # the right result, from eager
+    crash = [m for m in messages if "SIGABRT" in m]
+    assert len(crash) == 1, messages
+    assert f"stage {stage!r}" in crash[0] and "reproducer: " in crash[0]
+    report = lb.last_report()
+    assert report["ops_compiled"] == 0 and report["fallback_ops"]
+    path = report["reproducer"]
+    text = open(path).read()
+    assert '"lamina.' in text and "lamina.graph" in text   # the graph's lamina IR
+    command = next(line for line in text.splitlines() if "lamina-opt" in line).lstrip("/ ")
+    assert f"until={stage}" in command and f"LAMINA_FAULT=abort@{stage}" in command
+    if stage in ("graph", "linalg", "load"):   # replaying the rest costs a compile each
+        monkeypatch.delenv("LAMINA_FAULT")
+        failed = replay(command)
+        assert failed.returncode == -signal.SIGABRT, failed.stderr[-2000:]
+        ok = replay(command, LAMINA_FAULT="")
+        assert ok.returncode == 0, ok.stderr[-2000:]
+
+
+@pytest.mark.parametrize("fault, how", [("segv@target", "SIGSEGV"), ("exit@fuse", "exited with status 3")])
+def test_other_deaths_are_survived(fault, how, monkeypatch):
+    monkeypatch.setenv("LAMINA_FAULT", fault)
+    messages = compile_and_run()
+    assert any(how in m and "reproducer" in m for m in messages), messages
+
+
+def test_a_hanging_compile_times_out(monkeypatch):
+    monkeypatch.setenv("LAMINA_FAULT", "hang@linalg")
+    monkeypatch.setenv("LAMINA_COMPILE_TIMEOUT", "3")
+    messages = compile_and_run()
+    assert any("timed out" in m for m in messages), messages
+
+
+def test_strict_raises_on_a_crash(monkeypatch):
+    monkeypatch.setenv("LAMINA_FAULT", "abort@abi")
+    x, w = inputs()
+    with pytest.raises(Exception, match="LaminaCompileError.*SIGABRT at stage 'abi'.*reproducer"):
+        torch.compile(small_graph, backend="lamina", options={"strict": True})(x, w)
+
+
+def test_a_python_error_in_the_worker_is_a_compile_failure(monkeypatch):
+    monkeypatch.setenv("LAMINA_FAULT", "raise@plan")
+    messages = compile_and_run()
+    assert any("InjectedFault" in m for m in messages), messages
+    assert "traceback" in lb.last_report()["error"].lower()
+
+
+def test_a_killed_worker_is_replaced(monkeypatch):
+    monkeypatch.setenv("LAMINA_CACHE", "0")
+    assert compile_and_run() == []
+    pool = get_pool()
+    pids = pool.workers()
+    assert pids
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    torch._dynamo.reset()
+    assert compile_and_run() == []   # a new worker compiled it
+    assert lb.last_report()["compiled_in"] == "worker" and lb.last_report()["ops_compiled"] > 0
+    assert not set(pool.workers()) & set(pids)
+
+
+def test_compile_in_process_option(monkeypatch):
+    assert compile_and_run({"compile_in_process": True}) == []
+    report = lb.last_report()
+    assert report["compiled_in"] == "process" and report["cache"] == "off" and report["ops_compiled"] > 0
+
+
+def test_faults_are_validated(monkeypatch):
+    from lamina.service import faults
+
+    assert faults.parse("abort@linalg, segv@load") == {"linalg": "abort", "load": "segv"}
+    for bad in ("abort", "explode@linalg", "abort@nowhere"):
+        with pytest.raises(ValueError, match="LAMINA_FAULT"):
+            faults.parse(bad)
+
+
+def three_partitions(x):
+    # bessel_j0 has no lamina lowering: the graph splits into compiled parts around it
+    a = torch.special.bessel_j0(torch.sin(x) * 2.0 + 3.0)
+    b = torch.special.bessel_j0(torch.exp(a) - x)
+    return torch.cos(b) * a
+
+
+def test_partitions_compile_concurrently_on_several_workers(monkeypatch):
+    monkeypatch.setenv("LAMINA_COMPILE_WORKERS", "2")
+    monkeypatch.setenv("LAMINA_CACHE", "0")
+    x = torch.randn(33)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = torch.compile(three_partitions, backend="lamina")(x)
+    torch.testing.assert_close(out, three_partitions(x))
+    report = lb.last_report()
+    assert report["partitions"] == 3 and report["cache_partitions"] == ["off"] * 3
+    assert len(set(report["workers"])) == 2   # both workers took a share
