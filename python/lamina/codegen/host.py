@@ -26,6 +26,26 @@ def given(name: str):
     return True, _given.get(name)
 
 
+def cuda_facts() -> tuple[bool, tuple | None]:
+    """(torch.backends.cuda.matmul.allow_tf32, the current GPU's compute capability or None)."""
+    is_given, value = given("cuda")
+    if is_given and value is not None:
+        return bool(value[0]), (tuple(value[1]) if value[1] is not None else None)
+    import torch
+
+    capability = torch.cuda.get_device_capability() if torch.cuda.is_available() else None
+    return bool(torch.backends.cuda.matmul.allow_tf32), capability
+
+
+def _probe_cuda_facts() -> list:
+    """cuda_facts(), the capability only when CUDA is already initialized in this process (a
+    CPU-only program must not initialize it just to compile; a graph on CUDA tensors has)."""
+    import torch
+
+    capability = list(torch.cuda.get_device_capability()) if torch.cuda.is_initialized() else None
+    return [bool(torch.backends.cuda.matmul.allow_tf32), capability]
+
+
 def host_facts() -> dict:
     """This process's facts (probing loads torch)."""
     from ..lowering.tile_pointwise import threads
@@ -38,4 +58,5 @@ def host_facts() -> dict:
     except RuntimeError:
         libs = None   # the worker probes and reports the same error
     return {"gomp": host_gomp_library(), "blas": host_blas_library(), "threads": threads(),
-            "runtime_libraries": libs, "openmp_env": os.environ.get("LAMINA_OPENMP", "")}
+            "runtime_libraries": libs, "openmp_env": os.environ.get("LAMINA_OPENMP", ""),
+            "cuda": _probe_cuda_facts()}

@@ -23,6 +23,7 @@ closes the library when the last compiled graph using it is gone.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import shutil
 import subprocess
@@ -49,6 +50,61 @@ def c_compiler() -> str | None:
         if name and shutil.which(name):
             return shutil.which(name)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def elf_soname(path: str) -> str | None:
+    """DT_SONAME of a 64-bit little-endian ELF shared library, or None (reads only the
+    headers and the dynamic section: libtorch_cpu.so is hundreds of megabytes)."""
+    import mmap
+    import struct
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _soname(data, struct)
+    except (OSError, ValueError, struct.error, IndexError):
+        return None
+
+
+def _soname(data, struct) -> str | None:
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    for sh in sections:
+        if sh[1] != 6:   # SHT_DYNAMIC
+            continue
+        strtab = sections[sh[6]]   # sh_link: its string table
+        for off in range(sh[4], sh[4] + sh[5], 16):
+            tag, value = struct.unpack_from("<qQ", data, off)
+            if tag == 0:
+                break
+            if tag == 14:   # DT_SONAME
+                start = strtab[4] + value
+                return data[start:data.find(b"\0", start)].decode()
+    return None
+
+
+def _link_stub(cc: str, soname: str, directory: Path) -> Path:
+    """An empty shared library named `soname`: linking against it records DT_NEEDED
+    without the linker reading the real library (torch's libtorch_cpu.so, whose symbol
+    table costs ld ~0.2 s per link). The dynamic loader binds the real one at dlopen."""
+    stub = directory / f"stub-{soname}"
+    if not stub.exists():
+        tmp = directory / f".{stub.name}.{os.getpid()}.tmp"
+        proc = subprocess.run([cc, "-shared", "-x", "c", os.devnull, f"-Wl,-soname,{soname}", "-o", str(tmp)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise LinkError(f"lamina: could not make a link stub for {soname}: {proc.stderr.strip()}")
+        os.replace(tmp, stub)
+    return stub
+
+
+def _stub_directory() -> Path:
+    directory = Path(tempfile.gettempdir()) / f"lamina-link-stubs-{os.getuid()}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    return directory
 
 
 def _external_declarations(module: ir.Module) -> list[tuple[str, ir.Operation]]:
@@ -129,8 +185,16 @@ def export(module: ir.Module, libraries: Sequence[str], callbacks: Sequence[str]
         obj, so = Path(tmp) / "kernels.o", Path(tmp) / "kernels.so"
         engine.dump_to_object_file(str(obj))
         dirs = sorted({str(Path(lib).parent) for lib in libraries})
-        cmd = [cc, "-shared", "-o", str(so), str(obj), "-Wl,-Bsymbolic", "-Wl,--no-as-needed",
-               *libraries, "-lm", *[f"-Wl,-rpath,{d}" for d in dirs]]
+        stubs = _stub_directory()
+        needed = [str(_link_stub(cc, elf_soname(lib) or Path(lib).name, stubs)) for lib in libraries]
+        # libm and libc come from the process (the Python executable links them)
+        ld = shutil.which("ld")
+        if ld:   # the linker itself: the compiler driver adds ~10 ms per link
+            cmd = [ld, "-shared", "-o", str(so), str(obj), "-Bsymbolic", "--no-as-needed", *needed,
+                   *[f"-rpath={d}" for d in dirs]]
+        else:
+            cmd = [cc, "-shared", "-o", str(so), str(obj), "-Wl,-Bsymbolic", "-Wl,--no-as-needed", *needed,
+                   *[f"-Wl,-rpath,{d}" for d in dirs]]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise LinkError(f"lamina: linking the kernels failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")

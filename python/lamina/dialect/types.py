@@ -115,6 +115,17 @@ def torch_dtype_to_name(dtype) -> str:
         raise ValueError(f"dtype {dtype} is not supported by lamina") from None
 
 
+_TORCH_DTYPE_TEXT = {"f32": "torch.float32", "f64": "torch.float64", "f16": "torch.float16",
+                     "bf16": "torch.bfloat16", "i64": "torch.int64", "i32": "torch.int32",
+                     "i16": "torch.int16", "i8": "torch.int8", "i1": "torch.bool"}
+
+
+def torch_dtype_text(name: str) -> str:
+    """`name_to_torch_dtype(name)` as generated code spells it, without importing torch (code
+    generators run in compile workers, which do not load torch)."""
+    return _TORCH_DTYPE_TEXT[name]
+
+
 def name_to_torch_dtype(name: str):
     import torch
 

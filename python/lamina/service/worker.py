@@ -9,8 +9,11 @@ protocol). Each message is an 8-byte little-endian length and a pickle.
     replies  {"stage": name} before each stage (so a crash is blamed on its stage), then
              {"ok": {"artifact", "plan", "stage_seconds", "stage_ir"}} or {"error": {...}}
 
-A worker does not import torch: it compiles lamina IR for the facts the user's process
-sends (codegen/host.py). Everything that can crash (MLIR's assertion builds, LLVM, the
+A worker does not import torch for static graphs: it compiles lamina IR for the facts the
+user's process sends (codegen/host.py). Symbolic sizes are simplified with torch's sympy
+functions, so the first graph with symbols imports torch in that worker (~1 s, once;
+importing it in the background at boot was measured to slow the first static compiles
+more, on a 2-core machine, than it saved). Everything that can crash (MLIR's assertion builds, LLVM, the
 linker) runs here; the user's process only loads the result.
 """
 from __future__ import annotations
@@ -19,7 +22,6 @@ import os
 import pickle
 import struct
 import sys
-import threading
 import traceback
 
 _HEADER = struct.Struct("<Q")
@@ -93,13 +95,6 @@ def _warm_up() -> None:
         ExecutionEngine(module, opt_level=0, enable_pic=True).raw_lookup("_mlir_ciface_lamina_warm_up")
 
 
-def _import_symbolic_support() -> None:
-    try:
-        import torch.utils._sympy.functions  # noqa: F401
-    except Exception:  # noqa: BLE001 - the compile that needs it reports the error
-        pass
-
-
 def main() -> int:
     out = os.dup(1)
     os.dup2(2, 1)   # stray prints go to the log, not into the protocol
@@ -109,9 +104,6 @@ def main() -> int:
     except Exception:  # noqa: BLE001 - reported with the first request instead
         traceback.print_exc()
     write_message(out, {"ready": os.getpid()})
-    # Symbolic sizes are simplified with torch's sympy functions, which import torch (~1 s):
-    # load them while the first requests (static graphs need none of it) are served.
-    threading.Thread(target=_import_symbolic_support, daemon=True).start()
     while True:
         request = read_message(0)
         if request is None:

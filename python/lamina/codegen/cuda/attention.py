@@ -508,22 +508,24 @@ def _fp32_precision() -> str:
     each operand split into a TF32 head and tail, three TF32 products, fp32 accumulation;
     error of the order of fp32 rounding (H100, causal attention against fp64: max error
     8.5e-7, eager 5.9e-7, IEEE dots 7.8e-7) at 1.9x the speed of the unfused SGEMM chain.
-    "ieee" (FMA units) before sm_80 or when LAMINA_FP32_ATTENTION_DOT=ieee asks for it."""
-    import torch
+    "ieee" (FMA units) before sm_80 or when LAMINA_FP32_ATTENTION_DOT=ieee asks for it.
+    (A compile worker is told the user process's TF32 switch and GPU: codegen/host.py.)"""
+    from ..host import cuda_facts
 
-    if torch.backends.cuda.matmul.allow_tf32:
+    allow_tf32, capability = cuda_facts()
+    if allow_tf32:
         return "tf32"
     asked = os.environ.get("LAMINA_FP32_ATTENTION_DOT", "")
     if asked in ("ieee", "tf32x3"):
         return asked
-    if torch.cuda.is_available() and torch.cuda.get_device_capability() < (8, 0):
+    if capability is not None and tuple(capability) < (8, 0):
         return "ieee"
     return "tf32x3"
 
 
 def _torch_dtype(elem: str) -> str:
     from ...dialect import types as T
-    return str(T.name_to_torch_dtype(elem))
+    return T.torch_dtype_text(elem)
 
 
 def _strided_operand(cg, v: ir.Value) -> str:

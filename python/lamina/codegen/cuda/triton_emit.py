@@ -451,7 +451,7 @@ class _KernelCodegen(_Emitter):
             return self.materialized[v][0]
         name = f"t{self.temp_count}"
         self.temp_count += 1
-        dtype = T.name_to_torch_dtype(_elem(v.type))
+        dtype = T.torch_dtype_text(_elem(v.type))
         sizes = self._launcher_sizes(v)
         self.launcher.append(f"{name} = torch.empty(({', '.join(sizes)}{',' if len(sizes) == 1 else ''}), "
                              f"dtype={dtype}, device=_device)")
@@ -483,7 +483,7 @@ class _KernelCodegen(_Emitter):
         else:
             call = f"torch.einsum({self._einsum(c)!r}, {views[0]}, {views[1]})"
         if in_elem != out_elem and not self._rounded_back(res, in_elem):
-            call = f"{call}.to({T.name_to_torch_dtype(out_elem)})"
+            call = f"{call}.to({T.torch_dtype_text(out_elem)})"
         cname = f"c{self.contraction_count}"
         self.contraction_count += 1
         zero_init = self._is_zero_fill(init)
@@ -530,7 +530,7 @@ class _KernelCodegen(_Emitter):
         if ir.ShapedType(res.type).rank != r + 2:   # grouped result [N, G, Fg, *O]
             call = f"{call}.reshape({', '.join(self._launcher_sizes(res))},)"
         if in_elem != out_elem and not self._rounded_back(res, in_elem):
-            call = f"{call}.to({T.name_to_torch_dtype(out_elem)})"
+            call = f"{call}.to({T.torch_dtype_text(out_elem)})"
         cname = f"c{self.contraction_count}"
         self.contraction_count += 1
         self.launcher.append(f"{cname} = {call}")
