@@ -120,6 +120,14 @@ def run_stages(module: ir.Module, *, target: str = "cpu", strided_args=frozenset
                            until, on_stage)
 
 
+def configured_target(target: str, target_options: dict | None):
+    """A new instance of target `target`, configured with `target_options` (its `configure`)."""
+    tgt = get_target(target)
+    if hasattr(tgt, "configure"):
+        tgt.configure(**(target_options or {}))
+    return tgt
+
+
 class _StopAfter(Exception):
     pass
 
@@ -127,9 +135,7 @@ class _StopAfter(Exception):
 def _run_stages(module, target, strided_args, dump_dir, keep_ir, target_options, export, until, on_stage):
     from .service import faults
 
-    tgt = get_target(target)
-    if hasattr(tgt, "configure"):
-        tgt.configure(**target_options)
+    tgt = configured_target(target, target_options)
     dump_dir = dump_dir or os.environ.get("LAMINA_DUMP_IR")
     result = CompileResult(compiled=None)
     graph = graph_function(module)
@@ -204,9 +210,7 @@ def export_artifact(tgt, module: ir.Module) -> dict:
 def load_artifact(target: str, target_options: dict | None, artifact: dict, dump_dir: str | None = None,
                   graph_name: str = ""):
     """The KernelLibrary of an artifact `export_artifact` made (in any process)."""
-    tgt = get_target(target)
-    if hasattr(tgt, "configure"):
-        tgt.configure(**(target_options or {}))
+    tgt = configured_target(target, target_options)
     if artifact.get("kind") == "mlir":
         from . import dialect
 
@@ -224,9 +228,7 @@ def load_artifact(target: str, target_options: dict | None, artifact: dict, dump
 
 
 def make_compiled_graph(target: str, target_options: dict | None, plan, library) -> CompiledGraph:
-    tgt = get_target(target)
-    if hasattr(tgt, "configure"):
-        tgt.configure(**(target_options or {}))
+    tgt = configured_target(target, target_options)
     runner = getattr(tgt, "runner", None)
     compiled = runner(plan, library) if runner else CompiledGraph(plan, library, device=tgt.device)
     compiled.launch_plan_text = plan.describe()

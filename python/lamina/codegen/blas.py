@@ -49,10 +49,9 @@ _BYTES = {"f32": 4, "f64": 8}
 def host_blas_library() -> str | None:
     """The loaded library exporting the Fortran BLAS sgemm_ and dgemm_ (torch's libtorch_cpu,
     which links MKL), or None (a compile worker: the user process's answer, codegen/host.py)."""
-    from .host import given
+    from .host import fact
 
-    is_given, value = given("blas")
-    return value if is_given else _probe_blas_library()
+    return fact("blas", _probe_blas_library)
 
 
 @functools.lru_cache(maxsize=None)

@@ -65,12 +65,9 @@ def runtime_libraries() -> tuple[str, ...]:
     added when present. MLIR's C runner utils (`memrefCopy`) are not needed: strided copies
     become loops (`copies_to_loops`), so the JIT does not drag in libMLIR.so (186 MB).
     """
-    from .host import given
+    from .host import fact
 
-    is_given, value = given("runtime_libraries")
-    if is_given and value is not None:   # a compile worker: the user process's libraries
-        return tuple(value)
-    return _probe_runtime_libraries()
+    return tuple(fact("runtime_libraries", _probe_runtime_libraries))   # a worker: the user process's
 
 
 @functools.lru_cache(maxsize=None)

@@ -41,10 +41,9 @@ _CLONED_CONSTANTS = ("llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.undef", 
 def host_gomp_library() -> str | None:
     """The libgomp this process has loaded (torch's), if it exports GOMP_parallel, else None
     (a compile worker: the user process's answer, codegen/host.py)."""
-    from .host import given
+    from .host import fact
 
-    is_given, value = given("gomp")
-    return value if is_given else _probe_gomp_library()
+    return fact("gomp", _probe_gomp_library)
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,8 +8,6 @@ an in-process compile would, and the facts are part of the compile cache's key.
 """
 from __future__ import annotations
 
-import os
-
 _given: dict | None = None
 
 
@@ -19,22 +17,24 @@ def use_host_facts(facts: dict | None) -> None:
     _given = dict(facts) if facts is not None else None
 
 
-def given(name: str):
-    """(True, value) when the facts were given, else (False, None)."""
-    if _given is None:
-        return False, None
-    return True, _given.get(name)
+def fact(name: str, probe):
+    """The given fact `name` (a compile worker), else `probe()` (this process's answer)."""
+    if _given is not None and name in _given:
+        return _given[name]
+    return probe()
 
 
 def cuda_facts() -> tuple[bool, tuple | None]:
     """(torch.backends.cuda.matmul.allow_tf32, the current GPU's compute capability or None)."""
-    is_given, value = given("cuda")
-    if is_given and value is not None:
-        return bool(value[0]), (tuple(value[1]) if value[1] is not None else None)
+    allow_tf32, capability = fact("cuda", _probe_cuda_here)
+    return bool(allow_tf32), (tuple(capability) if capability is not None else None)
+
+
+def _probe_cuda_here() -> list:
     import torch
 
     capability = torch.cuda.get_device_capability() if torch.cuda.is_available() else None
-    return bool(torch.backends.cuda.matmul.allow_tf32), capability
+    return [bool(torch.backends.cuda.matmul.allow_tf32), capability]
 
 
 def _probe_cuda_facts() -> list:
@@ -53,10 +53,10 @@ def host_facts() -> dict:
     from .cpu import runtime_libraries
     from .gomp import host_gomp_library
 
+    facts = {"gomp": host_gomp_library(), "blas": host_blas_library(), "threads": threads(),
+             "cuda": _probe_cuda_facts()}
     try:
-        libs = list(runtime_libraries())
+        facts["runtime_libraries"] = list(runtime_libraries())
     except RuntimeError:
-        libs = None   # the worker probes and reports the same error
-    return {"gomp": host_gomp_library(), "blas": host_blas_library(), "threads": threads(),
-            "runtime_libraries": libs, "openmp_env": os.environ.get("LAMINA_OPENMP", ""),
-            "cuda": _probe_cuda_facts()}
+        pass   # left out: the worker probes and reports the same error
+    return facts

@@ -60,11 +60,12 @@ def vector_lanes() -> int:
 
 
 def threads() -> int:
-    from ..codegen.host import given
+    from ..codegen.host import fact
 
-    is_given, value = given("threads")
-    if is_given:
-        return value
+    return fact("threads", _torch_threads)
+
+
+def _torch_threads() -> int:
     try:
         import torch
 

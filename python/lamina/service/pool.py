@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 
-from .worker import read_exactly, write_message
+from .worker import read_message, write_message
 
 _STARTUP_TIMEOUT_S = 120.0
 
@@ -74,24 +74,18 @@ class Worker:
         self.ready = False
         self.compiles = 0
 
-    def _read(self, deadline: float):
-        """The next message, or raise WorkerCrashed (died, or `deadline` passed: killed)."""
+    def _read(self, deadline: float, stage: str | None = None):
+        """The next message, or raise WorkerCrashed blaming `stage` (the worker died, or
+        `deadline` passed and it was killed)."""
         fd = self.proc.stdout.fileno()
-        remaining = deadline - time.monotonic()
-        readable, _, _ = select.select([fd], [], [], max(remaining, 0))
+        readable, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
         if not readable:
             self.kill()
-            raise WorkerCrashed("timed out (killed)", None, self.log_tail())
-        from .worker import _HEADER
-
-        header = read_exactly(fd, _HEADER.size)
-        data = None if header is None else read_exactly(fd, _HEADER.unpack(header)[0])
-        if data is None:
-            code = self.proc.wait()
-            raise WorkerCrashed(_describe_exit(code), None, self.log_tail())
-        import pickle
-
-        return pickle.loads(data)
+            raise WorkerCrashed("timed out (killed)", stage, self.log_tail())
+        message = read_message(fd)
+        if message is None:
+            raise WorkerCrashed(_describe_exit(self.proc.wait()), stage, self.log_tail())
+        return message
 
     def wait_ready(self, timeout: float = _STARTUP_TIMEOUT_S) -> None:
         if not self.ready:
@@ -107,12 +101,7 @@ class Worker:
         except (BrokenPipeError, OSError):
             raise WorkerCrashed(_describe_exit(self.proc.wait()), None, self.log_tail()) from None
         while True:
-            try:
-                message = self._read(deadline)
-            except WorkerCrashed as e:
-                e.stage = stage
-                e.args = (str(WorkerCrashed(e.how, stage, "")),)
-                raise
+            message = self._read(deadline, stage)
             if "stage" in message:
                 stage = message["stage"]
                 continue

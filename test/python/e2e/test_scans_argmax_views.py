@@ -7,6 +7,7 @@ import pytest
 import torch
 
 lamina_backend = pytest.importorskip("lamina.backend")
+from lamina.testing.eager_match import assert_strict_compile_matches_eager  # noqa: E402
 
 
 def _inputs():
@@ -67,14 +68,7 @@ CASES = [
 
 @pytest.mark.parametrize("fn,x", [pytest.param(f, x, id=i) for i, f, x in CASES])
 def test_matches_eager(fn, x):
-    torch._dynamo.reset()
-    out = torch.compile(fn, backend="lamina", options={"strict": True})(x)
-    ref = fn(x)
-    out, ref = (out, ref) if isinstance(ref, tuple) else ((out,), (ref,))
-    for o, r in zip(out, ref):
-        assert o.dtype == r.dtype and o.shape == r.shape
-        torch.testing.assert_close(o, r, equal_nan=True, rtol=1e-5, atol=1e-5)
-    assert lamina_backend.last_report()["fallback_ops"] == []
+    assert_strict_compile_matches_eager(fn, x)
 
 
 def test_cumsum_bf16_rounds_once():
