@@ -329,6 +329,9 @@ def _first_call_guard(fn, gm, name, options, entry):
     def guarded(*args):
         if state["fn"] is not None:
             return state["fn"](*args)
+        if options.precompile:
+            # (a cache hit's programs are in Triton's cache too: loading them needs no workers)
+            _precompile(fn, args, entry, workers=not options.compile_in_process and entry.get("cache") != "hit")
         try:
             out = fn(*args)
         except Exception as e:  # noqa: BLE001 - lamina's failure, not the user's
@@ -347,6 +350,26 @@ def _first_call_guard(fn, gm, name, options, entry):
 
     guarded.compiled_graph = getattr(fn, "compiled_graph", None)
     return guarded
+
+
+def _precompile(fn, args, entry, workers: bool) -> None:
+    """The target's compiles of the first call, all at once before it (PlanRunner.precompile;
+    on the compile workers, or in threads of this process): the report gets `precompile`
+    (seconds, programs, where). An optimisation only: if it fails, the first call compiles
+    as it goes (`precompile_error` says why)."""
+    compiled = getattr(fn, "compiled_graph", None)
+    precompile = getattr(compiled, "precompile", None)
+    if precompile is None:
+        return
+    t0 = time.perf_counter()
+    try:
+        stats = precompile(args, workers=workers)
+        if stats is None:
+            return
+    except Exception as e:  # noqa: BLE001 - the first call compiles lazily instead
+        stats = {}
+        entry["precompile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    entry["precompile"] = {"s": round(time.perf_counter() - t0, 4), **stats}
 
 
 def _compile_failed(gm, name, options, entry, error):
@@ -401,7 +424,9 @@ def _compile_partitions(gm, name, options, entry):
                 entry.setdefault("reproducers", []).append(error.reproducer)
             continue
         fn, result = compiled
-        setattr(fused, target, _ModuleWrapper(fn))
+        first_call = options.precompile and getattr(result.compiled, "compiles_on_first_call", False)
+        setattr(fused, target, _ModuleWrapper(fn, entry if first_call else None,
+                                              workers=not options.compile_in_process and result.cache != "hit"))
         compiled_ops += len(sub_ops)
         entry["kernels"] += result.compiled.num_kernels
         entry["partitions"] += 1
@@ -422,9 +447,14 @@ def _worker_count() -> int:
 
 
 class _ModuleWrapper(torch.nn.Module):
-    def __init__(self, fn):
+    def __init__(self, fn, precompile_entry: dict | None = None, workers: bool = False):
         super().__init__()
         self.fn = fn
+        self.precompile_entry = precompile_entry   # precompile at the first call, reporting here
+        self.workers = workers                     # ... on the compile workers
 
     def forward(self, *args):
+        if self.precompile_entry is not None:
+            entry, self.precompile_entry = self.precompile_entry, None
+            _precompile(self.fn, args, entry, self.workers)
         return self.fn(*args)

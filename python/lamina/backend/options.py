@@ -17,6 +17,10 @@
                                       on-disk cache
     check_inputs (LAMINA_CHECK_INPUTS=1)  check each call's tensors (shape, stride, dtype, device)
                                       against those the graph was compiled for; a mismatch raises
+    precompile (LAMINA_PRECOMPILE=0 turns it off)
+                                      cuda target: before a graph's first call, compile all the
+                                      Triton programs it launches at once, on a thread pool
+                                      (False: each compiles at its first launch, one by one)
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ class Options:
     cudagraphs: bool = False
     compile_in_process: bool = False
     check_inputs: bool = False
+    precompile: bool = True
 
     @classmethod
     def resolve(cls, options: dict | None) -> "Options":
@@ -53,7 +58,8 @@ class Options:
                    autotune=_autotune_level(os.environ.get("LAMINA_AUTOTUNE", "1")),
                    cudagraphs=_env_flag("LAMINA_CUDAGRAPHS"),
                    compile_in_process=_env_flag("LAMINA_COMPILE_IN_PROCESS"),
-                   check_inputs=_env_flag("LAMINA_CHECK_INPUTS"))
+                   check_inputs=_env_flag("LAMINA_CHECK_INPUTS"),
+                   precompile=os.environ.get("LAMINA_PRECOMPILE", "1").strip().lower() not in ("0", "false", "no", "off"))
         known = {f.name for f in fields(cls)}
         for key, value in (options or {}).items():
             if key not in known:

@@ -42,6 +42,36 @@ class PlanRunner(CompiledGraph):
                 ns[f"_k_{launch.kernel}"] = fn
         return ns
 
+    def precompile(self, args, workers: bool = True) -> dict | None:
+        """Compile every program the first call with `args` will launch, concurrently, before
+        that call runs: the call is run once in the library's `warming` mode (launches become
+        compile requests) on fake copies of `args` (shapes, strides, dtypes and devices; no
+        memory, no kernel or library op runs), with an arena of its own, so nothing of this
+        runner changes. `workers`: compile on the compile workers (else threads of this
+        process). What the library's warming reports (programs compiled), None when it has no
+        warming mode (the programs compile at their first launch, one after the other). Best
+        effort: whatever the pass cannot reach (a failure in it) compiles at its launch."""
+        warming = getattr(self.library, "warming", None)
+        if warming is None:
+            return None
+        import copy
+
+        import torch
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        mode = FakeTensorMode(allow_non_fake_inputs=True)   # (the kernels' constants stay real)
+        fakes = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+        shadow = copy.copy(self)   # its own views and arena (fake ones, made in the pass)
+        shadow.views, shadow._arena = None, None
+        ns = self._namespace()
+        ns["_graph"] = shadow
+        # (through the dispatcher, which fakes it: the CPU's fast allocator bypasses it)
+        ns["_empty"] = lambda shape, stride, dtype, device: torch.empty_strided(shape, stride, dtype=dtype, device=device)
+        exec(compile(self.call_source, f"<lamina {self.plan.graph} warm-up>", "exec"), ns)
+        with warming(workers) as stats, mode:
+            ns["call"](*fakes)
+        return stats
+
     def _rank0_inputs(self) -> list[bool]:
         ranks = getattr(self.plan, "input_ranks", None)
         return [r == 0 for r in ranks] if ranks else [False] * self.plan.num_inputs

@@ -2,7 +2,7 @@
 
 Workers start on first use (`warm()` starts one early, so it boots while dynamo and
 AOTAutograd trace the first graph), are reused, and grow with demand up to
-LAMINA_COMPILE_WORKERS (default: half the cores, 1 to 4). A request that finds every
+LAMINA_COMPILE_WORKERS (default: half the cores, 1 to 8). A request that finds every
 worker busy starts another or waits for one. A worker that dies (abort, segfault, killed,
 out of memory) or overruns LAMINA_COMPILE_TIMEOUT (default 600 s; it is killed) raises
 WorkerCrashed naming the stage it was in; it is replaced by the next request.
@@ -64,15 +64,18 @@ def _search_path() -> str:
 
 
 class Worker:
-    def __init__(self):
+    def __init__(self, imports: tuple[str, ...] = ()):
         self.log = tempfile.NamedTemporaryFile(prefix="lamina-worker-", suffix=".log", delete=False)
         env = dict(os.environ, PYTHONPATH=_search_path())
+        if imports:   # imported while it boots (worker.py), before its first request
+            env["LAMINA_WORKER_IMPORTS"] = ",".join(imports)
         self.proc = subprocess.Popen([sys.executable, "-m", "lamina.service.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, env=env, close_fds=True,
                                      start_new_session=True)   # a ^C in the terminal is the user's, not the worker's
         self.pid = self.proc.pid
         self.ready = False
         self.compiles = 0
+        self.served: dict[str, int] = {}   # requests served per kind ("ir", "triton")
 
     def _read(self, deadline: float, stage: str | None = None):
         """The next message, or raise WorkerCrashed blaming `stage` (the worker died, or
@@ -92,6 +95,15 @@ class Worker:
             self._read(time.monotonic() + timeout)
             self.ready = True
 
+    def poll_ready(self) -> bool:
+        """Whether it has booted, without waiting."""
+        if not self.ready and select.select([self.proc.stdout.fileno()], [], [], 0)[0]:
+            try:
+                self.wait_ready()
+            except WorkerCrashed:
+                return False
+        return self.ready
+
     def compile(self, request: dict, timeout: float) -> dict:
         self.wait_ready()
         deadline = time.monotonic() + timeout
@@ -106,6 +118,8 @@ class Worker:
                 stage = message["stage"]
                 continue
             self.compiles += 1
+            kind = request.get("kind", "ir")
+            self.served[kind] = self.served.get(kind, 0) + 1
             if "error" in message:
                 raise WorkerError(message["error"])
             return message["ok"]
@@ -145,7 +159,7 @@ def default_size() -> int:
     text = os.environ.get("LAMINA_COMPILE_WORKERS", "").strip()
     if text:
         return max(1, int(text))
-    return max(1, min(4, (os.cpu_count() or 2) // 2))
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
 def default_timeout() -> float:
@@ -174,19 +188,40 @@ class WorkerPool:
             self._count += 1
         self._release(self._start())
 
-    def _start(self) -> Worker:
-        self.started += 1
-        return Worker()
+    def grow(self, imports: tuple[str, ...] = ()) -> None:
+        """Start workers up to the pool's size now (they boot in the background, importing
+        `imports` too)."""
+        while True:
+            with self._cond:
+                if self._count >= self.size:
+                    return
+                self._count += 1
+            try:
+                worker = self._start(imports)
+            except BaseException:
+                with self._cond:
+                    self._count -= 1
+                raise
+            self._release(worker)
 
-    def _acquire(self) -> Worker:
+    def _start(self, imports: tuple[str, ...] = ()) -> Worker:
+        self.started += 1
+        return Worker(imports)
+
+    def _acquire(self, kind: str = "ir") -> Worker:
         with self._cond:
             while True:
-                while self._idle:
-                    w = self._idle.pop()
-                    if w.alive():
-                        return w
+                for w in [w for w in self._idle if not w.alive()]:
+                    self._idle.remove(w)
                     self._count -= 1
                     w.close()
+                if self._idle:
+                    # a booted one, the one that has served most requests of this kind (its
+                    # lazy imports done), else the one booting longest
+                    ready = [w for w in self._idle if w.poll_ready()]
+                    w = max(reversed(ready), key=lambda w: w.served.get(kind, 0)) if ready else self._idle[0]
+                    self._idle.remove(w)
+                    return w
                 if self._count < self.size:
                     self._count += 1
                     break
@@ -214,7 +249,7 @@ class WorkerPool:
 
     def compile(self, request: dict, timeout: float | None = None) -> dict:
         """Run one compile request on a worker (service/worker.py's protocol)."""
-        w = self._acquire()
+        w = self._acquire(request.get("kind", "ir"))
         try:
             reply = w.compile(request, default_timeout() if timeout is None else timeout)
         except WorkerCrashed:

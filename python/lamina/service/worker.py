@@ -9,6 +9,10 @@ protocol). Each message is an 8-byte little-endian length and a pickle.
     replies  {"stage": name} before each stage (so a crash is blamed on its stage), then
              {"ok": {"artifact", "plan", "stage_seconds", "stage_ir"}} or {"error": {...}}
 
+A request {"kind": "triton", ...} instead compiles one specialization of a generated Triton
+program into Triton's on-disk cache (codegen/cuda/triton_compile.py): the cuda target's
+programs of a graph compile on several workers at once before its first call.
+
 A worker does not import torch for static graphs: it compiles lamina IR for the facts the
 user's process sends (codegen/host.py). Symbolic sizes are simplified with torch's sympy
 functions, so the first graph with symbols imports torch in that worker (~1 s, once;
@@ -18,6 +22,7 @@ linker) runs here; the user's process only loads the result.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import pickle
 import struct
@@ -88,8 +93,13 @@ def _warm_up() -> None:
 
     from .. import dialect
     from ..codegen.target import _load_targets
+    from ..transforms.registry import _load_all
 
     _load_targets()
+    _load_all()          # every pass module (a first compile would import them)
+    import mlir.dialects.llvm  # noqa: F401
+    for name in filter(None, os.environ.get("LAMINA_WORKER_IMPORTS", "").split(",")):
+        importlib.import_module(name)   # what its requests will need (pool.grow)
     with dialect.make_context():
         module = ir.Module.parse("llvm.func @lamina_warm_up() attributes {llvm.emit_c_interface} { llvm.return }")
         ExecutionEngine(module, opt_level=0, enable_pic=True).raw_lookup("_mlir_ciface_lamina_warm_up")
@@ -109,7 +119,13 @@ def main() -> int:
         if request is None:
             return 0
         try:
-            reply = {"ok": compile_request(request, lambda stage: write_message(out, {"stage": stage}))}
+            if request.get("kind") == "triton":
+                from ..codegen.cuda.triton_compile import compile_request as triton_compile_request
+
+                write_message(out, {"stage": "triton"})
+                reply = {"ok": triton_compile_request(request)}
+            else:
+                reply = {"ok": compile_request(request, lambda stage: write_message(out, {"stage": stage}))}
         except BaseException as e:  # noqa: BLE001 - every failure goes back to the user's process
             reply = {"error": {"type": type(e).__name__, "message": str(e), "traceback": traceback.format_exc()}}
         write_message(out, reply)

@@ -229,3 +229,104 @@ def test_a_failure_at_the_first_launch_falls_back(monkeypatch):
     strict = torch.compile(f, backend="lamina", options={"target": "cuda", "strict": True})
     with pytest.raises(LaminaCompileError, match="failed at its first call"):
         strict(x)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_precompile_runs_the_first_call_on_fake_tensors(monkeypatch, dynamic):
+    """Before a graph's first call, PlanRunner.precompile runs that call in the library's
+    warming mode on fake tensors: every launcher is reached with the operands' shapes and
+    strides of the real call, no real memory is touched, the runner's own arena and views
+    stay as they were; then the real first call matches eager. (Launchers recorded here:
+    the GPU test below lets them request real compiles.)"""
+    from contextlib import contextmanager
+
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    from lamina.runtime.plan_runner import PlanRunner
+
+    calls = {"warm": [], "real": []}
+    state = {}
+    original = PlanRunner.precompile
+
+    def recording(self, args, workers=True):
+        library = self.library
+        real_launcher = library.launcher
+
+        def launcher(kernel):
+            fn = real_launcher(kernel)
+            if fn is None:
+                return None
+
+            def launch(*ops):
+                phase = "warm" if state.get("warm") else "real"
+                calls[phase].append((kernel, [(type(o), tuple(o.shape), o.stride()) for o in ops
+                                              if isinstance(o, torch.Tensor)]))
+                if phase == "real":
+                    return fn(*ops)
+            return launch
+
+        @contextmanager
+        def warming(workers):
+            state["warm"] = True
+            try:
+                yield {"programs": 0}
+            finally:
+                state["warm"] = False
+
+        monkeypatch.setattr(library, "launcher", launcher)
+        monkeypatch.setattr(library, "warming", warming)
+        self._call = self._define(self.call_source)       # (the call reads the launchers once)
+        state["arena"], state["views"] = self._arena, self.views
+        assert original(self, args, workers) == {"programs": 0}
+        assert (self._arena, self.views) == (state["arena"], state["views"])
+        self._call(*args)   # the same call for real, through the recording launchers
+        return {"programs": 0}
+
+    monkeypatch.setattr(PlanRunner, "precompile", recording)
+    model, (x,) = _on(GPTBlock(32, 4), (torch.randn(2, 8, 32),))
+    compiled = _compiled(model, dynamic)
+    with torch.no_grad():
+        want = model(x)
+        before = len(lamina.backend.reports())
+        got = compiled(x)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    record = lamina.backend.reports()[before:][0]
+    assert "precompile" in record and "precompile_error" not in record, record
+    assert len(calls["warm"]) >= 4
+    assert all(issubclass(t, FakeTensor) for _, ops in calls["warm"] for t, _, _ in ops), [(k, t) for k, ops in calls["warm"] for t, _, _ in ops if not issubclass(t, FakeTensor)]
+    strip = lambda seen: [(k, [(shape, stride) for _, shape, stride in ops]) for k, ops in seen]  # noqa: E731
+    assert strip(calls["warm"]) == strip(calls["real"])
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="Triton compiles for a GPU (the interpreter compiles nothing)")
+@pytest.mark.parametrize("in_process", [False, True], ids=["workers", "threads"])
+def test_precompile_compiles_every_program_before_the_first_call(monkeypatch, tmp_path, in_process):
+    """On the GPU every Triton program of the first call (tuning candidates included) is
+    compiled before it, at once: on the compile workers, or on threads when compiling in
+    process. The call itself compiles nothing."""
+    import threading
+
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    calls = []
+    original = CUDABackend.make_cubin
+
+    def counted(self, *args, **kwargs):
+        calls.append(threading.current_thread().name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(CUDABackend, "make_cubin", counted)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))   # (nothing compiled yet)
+    model, (x,) = _on(GPTBlock(64, 4), (torch.randn(2, 16, 64),))
+    before = len(lamina.backend.reports())
+    compiled = torch.compile(model, backend="lamina",
+                             options={"strict": True, "target": "cuda", "compile_in_process": in_process})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    record = lamina.backend.reports()[before:][0]
+    assert "precompile_error" not in record, record
+    assert record["precompile"]["programs"] >= 4, record["precompile"]
+    assert record["precompile"]["in"] == ("threads" if in_process else "workers")
+    main = threading.main_thread().name
+    assert main not in calls, calls
+    assert (len(calls) >= 4) if in_process else (calls == []), calls

@@ -20,6 +20,10 @@ import threading
 AUTOTUNE = {"enabled": os.environ.get("LAMINA_AUTOTUNE", "1") != "0"}
 _lock = threading.Lock()
 _disk: dict | None = None
+# Threads running a warm-up pass (triton_library.TritonKernelLibrary.warming): their launches
+# are compile requests, nothing runs. A set, so that the launch path's test is one global load
+# while no thread warms up (other threads keep launching as usual).
+WARMING_THREADS: set[int] = set()
 
 
 def flat_config(numel: int) -> tuple[int, int]:
@@ -167,8 +171,16 @@ def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = Tr
     """Launch `program` with the tuned config of `key` (rows, lanes), tuning it first when
     the launch covers at least TUNE_MIN_ELEMENTS, else with the heuristic configs[0]."""
     chosen = getattr(program, "tuned", None)
-    if chosen is not None and autotune and AUTOTUNE["enabled"] and len(configs) > 1 \
-            and key[0] * key[1] >= TUNE_MIN_ELEMENTS:
+    tuning = chosen is not None and autotune and AUTOTUNE["enabled"] and len(configs) > 1 \
+        and key[0] * key[1] >= TUNE_MIN_ELEMENTS
+    if WARMING_THREADS and threading.get_ident() in WARMING_THREADS:
+        # a warm-up pass: request the compiles this launch will need (every candidate when
+        # it will tune), launch nothing
+        cfg = (chosen.get(key) or _disk_choice(program, key, configs, meta)) if tuning else configs[0]
+        for c in ([cfg] if cfg is not None else configs):
+            program._launch(grid(c), args, {**meta, **c})
+        return
+    if tuning:
         cfg = chosen.get(key)
         if cfg is None:
             cfg = _tune(program, key, grid, args, configs, meta)
@@ -185,10 +197,8 @@ def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = Tr
 def _tune(program, key, grid, args, configs, meta) -> dict:
     import torch
 
-    disk_key = f"{program.cache_name}|{key}|{sorted(meta.items())}"
-    with _lock:
-        hit = _load_disk().get(disk_key)
-    if hit is not None and hit in configs:
+    hit = _disk_choice(program, key, configs, meta)
+    if hit is not None:
         program.tuned[key] = hit
         return hit
     _compile_concurrently(program, grid, args, configs, meta)
@@ -209,9 +219,20 @@ def _tune(program, key, grid, args, configs, meta) -> dict:
             best, best_ms = cfg, ms
     program.tuned[key] = best
     with _lock:
-        _load_disk()[disk_key] = best
+        _load_disk()[_disk_key(program, key, meta)] = best
         _save_disk()
     return best
+
+
+def _disk_key(program, key, meta) -> str:
+    return f"{program.cache_name}|{key}|{sorted(meta.items())}"
+
+
+def _disk_choice(program, key, configs, meta) -> dict | None:
+    """The config tuning chose for this launch in an earlier process (on disk), if still a candidate."""
+    with _lock:
+        hit = _load_disk().get(_disk_key(program, key, meta))
+    return hit if hit is not None and hit in configs else None
 
 
 def _compile_concurrently(program, grid, args, configs, meta) -> None:

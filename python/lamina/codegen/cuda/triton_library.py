@@ -9,11 +9,14 @@ import importlib.util
 import operator
 import os
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from mlir import ir
 
 from ...dialect import types as T
+from .launch import WARMING_THREADS
 from .operand_views import output_sources_of, view_outputs_of
 from .triton_emit import SOURCE_ATTR, constants_of
 
@@ -91,6 +94,8 @@ class FastKernel:
     def _launch(self, grid, args, meta):
         # Per call: an alignment check, one dict lookup, one launch (this runs once per kernel
         # per call of the graph: its cost is the graph's host time).
+        if WARMING_THREADS and threading.get_ident() in WARMING_THREADS:
+            return self._request_compile(grid, args, meta)
         if self.tensor_pos is None:
             self._positions(args)
         for i in self.tensor_pos:
@@ -108,6 +113,14 @@ class FastKernel:
         else:
             k.run(gx, gy, gz, self._raw_stream(self._device()), k.function, k.packed_metadata, None, None, None,
                   *args, *rest)
+
+    def _request_compile(self, grid, args, meta) -> None:
+        """A launch in a warm-up pass (TritonKernelLibrary.warming): Triton's warmup of this
+        specialization, which Triton's AsyncCompileMode turns into a compile on the pass's
+        thread pool. Tensors go as their dtypes (Triton's MockTensor: a 16-byte aligned
+        pointer), which specializes as a real aligned tensor does: the first real launch finds
+        the compiled kernel in Triton's cache."""
+        self.fn.warmup(*[a.dtype if hasattr(a, "data_ptr") else a for a in args], grid=grid, **meta)
 
     def _compile(self, grid, args, meta):
         """(static launcher or None, CompiledKernel, what a launch passes after the grid). Triton
@@ -173,7 +186,80 @@ def _static_launcher(k, fn, n_positional: int):
     return static, k, rest
 
 
+_COLLECTING: dict[int, list] = {}   # thread -> the compile requests of its warm-up pass
+_hook = {"installed": False, "previous": None}
+_hook_lock = threading.Lock()
+
+
+def _install_compile_hook() -> None:
+    """Triton's jit_cache_hook, called before each compile: in a thread collecting (warming
+    on the workers) it records the compile as a request and skips it; anywhere else it
+    defers to whatever hook was there before."""
+    from triton import knobs
+
+    with _hook_lock:
+        if not _hook["installed"]:
+            _hook["previous"] = knobs.runtime.jit_cache_hook
+            knobs.runtime.jit_cache_hook = _collect_compile
+            _hook["installed"] = True
+
+
+def _collect_compile(*, fn, compile, **kwargs):
+    sink = _COLLECTING.get(threading.get_ident())
+    if sink is None:
+        previous = _hook["previous"]
+        return previous(fn=fn, compile=compile, **kwargs) if previous is not None else None
+    from .triton_compile import request_for
+
+    try:
+        sink.append({"request": request_for(fn, compile), "jit": fn.jit_function, "key": compile["key"],
+                     "device": compile["device"], "signature": compile["signature"],
+                     "constants": compile["constants"], "attrs": compile["configs"][0]})
+    except Exception:  # noqa: BLE001 - not describable: it compiles here, at its launch
+        return None
+    return True   # compiled on a worker instead
+
+
+def _distinct(collected: list[dict]) -> list[dict]:
+    return list({(c["request"]["path"], c["request"]["function"], c["request"]["specialization"]): c
+                 for c in collected}.values())
+
+
+def _compile_on_workers(collected: list[dict]) -> int:
+    """Compile the collected launches' programs (one per distinct specialization) on the
+    compile workers at once, and put each compiled kernel where the launch looks first:
+    its JIT function's in-memory cache, under the key this process computed (the worker's
+    own cache key may differ: Triton caches facts such as ptxas's version per process).
+    The number installed. A failure is not raised: the launch compiles it here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from triton.compiler import ASTSource, CompiledKernel
+
+    from ...service.pool import WorkerCrashed, WorkerError, get_pool
+
+    unique = _distinct(collected)
+    if not unique:
+        return 0
+    pool = get_pool()
+
+    def one(c) -> bool:
+        try:
+            reply = pool.compile(c["request"])
+            src = ASTSource(c["jit"], c["signature"], c["constants"], c["attrs"])
+            kernel = CompiledKernel(src, reply["group"], reply["hash"])
+        except (WorkerCrashed, WorkerError, OSError, ValueError, KeyError):
+            return False
+        c["jit"].device_caches[c["device"]][0].setdefault(c["key"], kernel)
+        return True
+
+    with ThreadPoolExecutor(min(len(unique), pool.size), thread_name_prefix="lamina-triton") as threads:
+        return sum(threads.map(one, unique))
+
+
 class TritonKernelLibrary:
+    # what a compile worker needs for this library's compile requests (service/pool.grow)
+    worker_imports = ("lamina.codegen.cuda.triton_compile", "triton.compiler", "triton.backends.nvidia.compiler")
+
     def __init__(self, module: ir.Module, device: str, autotune: bool = True):
         import torch
         from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -183,6 +269,7 @@ class TritonKernelLibrary:
         self.view_outputs: dict[str, dict[int, str]] = {}   # kernel -> {output arg: torch view expression}
         self.output_sources: dict[str, dict[int, int]] = {}  # kernel -> {output arg: input arg written into it}
         self._launchers = {}
+        fast = True   # every program launches through a FastKernel (what warming needs)
         for op in module.body.operations:
             if op.operation.name != "func.func" or SOURCE_ATTR not in op.attributes:
                 continue
@@ -199,16 +286,64 @@ class TritonKernelLibrary:
                     setattr(mod, cname, torch.as_tensor(array, dtype=T.name_to_torch_dtype(elem)).to(device))
             mod._device = torch.device(device)
             mod._autotune = autotune
-            if device == "cuda" and os.environ.get("LAMINA_TRITON_FAST_LAUNCH", "1") != "0":
-                from triton.runtime.jit import JITFunction
+            from triton.runtime.jit import JITFunction
 
-                for attr, value in list(vars(mod).items()):
-                    if isinstance(value, JITFunction):   # the module's own programs
-                        setattr(mod, attr, FastKernel(value, f"{mod.__name__}.{attr}"))
+            for attr, value in list(vars(mod).items()):
+                if not isinstance(value, JITFunction):
+                    continue   # (not one of the module's own programs)
+                if device == "cuda" and os.environ.get("LAMINA_TRITON_FAST_LAUNCH", "1") != "0":
+                    setattr(mod, attr, FastKernel(value, f"{mod.__name__}.{attr}"))
+                else:
+                    fast = False
             self._launchers[name] = mod.launch if getattr(mod, "HAS_WORK", True) else None
+
+        if not fast:
+            self.warming = None   # (the interpreter, LAMINA_TRITON_FAST_LAUNCH=0): compiles at launch
 
     def launcher(self, kernel: str):
         return self._launchers[kernel]
+
+    @contextmanager
+    def warming(self, workers: bool = True):
+        """While this is open, this thread's launches of the library's programs are compile
+        requests (FastKernel._request_compile; every tuning candidate where run_tuned would
+        tune); leaving compiles them all at once: on the compile workers (processes: a
+        Triton compile holds the GIL for most of its time), into Triton's on-disk cache
+        where the first launches find them; or, with `workers=False`, on a thread pool
+        through Triton's AsyncCompileMode (only ptxas, a process, overlaps). Failures are
+        left for the real launch to meet (and report). Other threads launch as usual
+        meanwhile. Yields a dict that gets the number of `programs` compiled ahead.
+
+        PlanRunner.precompile runs a graph's first call this way, on fake tensors (no data,
+        no kernel runs), so that a graph's programs compile at once instead of one after the
+        other as the first call reaches them."""
+        me = threading.get_ident()
+        stats = {"programs": 0, "in": "workers" if workers else "threads"}
+        if workers:
+            _install_compile_hook()
+            requests: list[dict] = []
+            _COLLECTING[me] = requests
+            WARMING_THREADS.add(me)
+            try:
+                yield stats
+            finally:
+                WARMING_THREADS.discard(me)
+                del _COLLECTING[me]
+            # (one program gains nothing from a worker: it compiles here, at its launch)
+            stats["programs"] = _compile_on_workers(requests) if len(_distinct(requests)) > 1 else 0
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        from triton.runtime._async_compile import AsyncCompileMode
+
+        with ThreadPoolExecutor(min(16, os.cpu_count() or 1), thread_name_prefix="lamina-triton") as pool:
+            with AsyncCompileMode(pool, ignore_errors=True) as mode:
+                WARMING_THREADS.add(me)
+                try:
+                    yield stats
+                finally:
+                    WARMING_THREADS.discard(me)
+                stats["programs"] = len(mode.raw_futures)
 
     def launch(self, kernel: str, inputs, outputs) -> None:
         self._launchers[kernel](*inputs, *outputs)
