@@ -330,8 +330,7 @@ def _first_call_guard(fn, gm, name, options, entry):
         if state["fn"] is not None:
             return state["fn"](*args)
         if options.precompile:
-            # (a cache hit's programs are in Triton's cache too: loading them needs no workers)
-            _precompile(fn, args, entry, workers=not options.compile_in_process and entry.get("cache") != "hit")
+            _precompile(fn, args, entry, options, entry.get("cache"))
         try:
             out = fn(*args)
         except Exception as e:  # noqa: BLE001 - lamina's failure, not the user's
@@ -352,18 +351,19 @@ def _first_call_guard(fn, gm, name, options, entry):
     return guarded
 
 
-def _precompile(fn, args, entry, workers: bool) -> None:
-    """The target's compiles of the first call, all at once before it (PlanRunner.precompile;
-    on the compile workers, or in threads of this process): the report gets `precompile`
-    (seconds, programs, where). An optimisation only: if it fails, the first call compiles
-    as it goes (`precompile_error` says why)."""
+def _precompile(fn, args, entry, options, cache: str | None) -> None:
+    """The target's compiles of the first call, all at once before it (PlanRunner.precompile):
+    on the compile workers, or in threads of this process when compiling in process or when
+    the graph was a cache hit (its programs are in Triton's cache too: loading them needs no
+    workers). The report gets `precompile` (seconds, programs, where). An optimisation only:
+    if it fails, the first call compiles as it goes (`precompile_error` says why)."""
     compiled = getattr(fn, "compiled_graph", None)
     precompile = getattr(compiled, "precompile", None)
     if precompile is None:
         return
     t0 = time.perf_counter()
     try:
-        stats = precompile(args, workers=workers)
+        stats = precompile(args, workers=not options.compile_in_process and cache != "hit")
         if stats is None:
             return
     except Exception as e:  # noqa: BLE001 - the first call compiles lazily instead
@@ -425,8 +425,7 @@ def _compile_partitions(gm, name, options, entry):
             continue
         fn, result = compiled
         first_call = options.precompile and getattr(result.compiled, "compiles_on_first_call", False)
-        setattr(fused, target, _ModuleWrapper(fn, entry if first_call else None,
-                                              workers=not options.compile_in_process and result.cache != "hit"))
+        setattr(fused, target, _ModuleWrapper(fn, (entry, options, result.cache) if first_call else None))
         compiled_ops += len(sub_ops)
         entry["kernels"] += result.compiled.num_kernels
         entry["partitions"] += 1
@@ -447,14 +446,13 @@ def _worker_count() -> int:
 
 
 class _ModuleWrapper(torch.nn.Module):
-    def __init__(self, fn, precompile_entry: dict | None = None, workers: bool = False):
+    def __init__(self, fn, precompile: tuple | None = None):
         super().__init__()
         self.fn = fn
-        self.precompile_entry = precompile_entry   # precompile at the first call, reporting here
-        self.workers = workers                     # ... on the compile workers
+        self.precompile = precompile   # (report entry, options, cache): precompile at the first call
 
     def forward(self, *args):
-        if self.precompile_entry is not None:
-            entry, self.precompile_entry = self.precompile_entry, None
-            _precompile(self.fn, args, entry, self.workers)
+        if self.precompile is not None:
+            precompile, self.precompile = self.precompile, None
+            _precompile(self.fn, args, *precompile)
         return self.fn(*args)

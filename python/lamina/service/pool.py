@@ -74,7 +74,6 @@ class Worker:
                                      start_new_session=True)   # a ^C in the terminal is the user's, not the worker's
         self.pid = self.proc.pid
         self.ready = False
-        self.compiles = 0
         self.served: dict[str, int] = {}   # requests served per kind ("ir", "triton")
 
     def _read(self, deadline: float, stage: str | None = None):
@@ -117,7 +116,6 @@ class Worker:
             if "stage" in message:
                 stage = message["stage"]
                 continue
-            self.compiles += 1
             kind = request.get("kind", "ir")
             self.served[kind] = self.served.get(kind, 0) + 1
             if "error" in message:
@@ -182,18 +180,17 @@ class WorkerPool:
 
     def warm(self) -> None:
         """Start a worker now (it boots in the background) unless one exists."""
-        with self._cond:
-            if self._count:
-                return
-            self._count += 1
-        self._release(self._start())
+        self._grow_to(1)
 
     def grow(self, imports: tuple[str, ...] = ()) -> None:
         """Start workers up to the pool's size now (they boot in the background, importing
         `imports` too)."""
+        self._grow_to(self.size, imports)
+
+    def _grow_to(self, n: int, imports: tuple[str, ...] = ()) -> None:
         while True:
             with self._cond:
-                if self._count >= self.size:
+                if self._count >= min(n, self.size):
                     return
                 self._count += 1
             try:

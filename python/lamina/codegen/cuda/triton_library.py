@@ -116,10 +116,10 @@ class FastKernel:
 
     def _request_compile(self, grid, args, meta) -> None:
         """A launch in a warm-up pass (TritonKernelLibrary.warming): Triton's warmup of this
-        specialization, which Triton's AsyncCompileMode turns into a compile on the pass's
-        thread pool. Tensors go as their dtypes (Triton's MockTensor: a 16-byte aligned
-        pointer), which specializes as a real aligned tensor does: the first real launch finds
-        the compiled kernel in Triton's cache."""
+        specialization, which the pass turns into a compile request (for the workers) or a
+        compile on its thread pool. Tensors go as their dtypes (Triton's MockTensor: a 16-byte
+        aligned pointer), which specializes as a real aligned tensor does: the first real
+        launch finds the compiled kernel in the JIT function's cache."""
         self.fn.warmup(*[a.dtype if hasattr(a, "data_ptr") else a for a in args], grid=grid, **meta)
 
     def _compile(self, grid, args, meta):
@@ -308,8 +308,9 @@ class TritonKernelLibrary:
         """While this is open, this thread's launches of the library's programs are compile
         requests (FastKernel._request_compile; every tuning candidate where run_tuned would
         tune); leaving compiles them all at once: on the compile workers (processes: a
-        Triton compile holds the GIL for most of its time), into Triton's on-disk cache
-        where the first launches find them; or, with `workers=False`, on a thread pool
+        Triton compile holds the GIL for most of its time), installed in the JIT functions'
+        in-memory caches where the first launches find them (_compile_on_workers); or, with
+        `workers=False`, on a thread pool
         through Triton's AsyncCompileMode (only ptxas, a process, overlaps). Failures are
         left for the real launch to meet (and report). Other threads launch as usual
         meanwhile. Yields a dict that gets the number of `programs` compiled ahead.
