@@ -177,7 +177,9 @@ def _run_stages(module, target, strided_args, dump_dir, keep_ir, target_options,
         stage("fuse", lambda: run_pass("lamina-fuse", module, **getattr(tgt, "fusion_options", {})))
         stage("widen", lambda: run_pass("lamina-widen-low-precision", module))
         stage("outline", lambda: run_pass("lamina-outline-kernels", module))
-        stage("plan", lambda: run_pass("lamina-plan-memory", module, **getattr(tgt, "plan_options", {})))
+        stage("plan", lambda: [run_pass(name, module, **opts) for name, opts in
+                               [("lamina-plan-memory", getattr(tgt, "plan_options", {}))]
+                               + [(name, {}) for name in getattr(tgt, "plan_passes", ())]])
         result.plan = extract_launch_plan(graph_function(module))
         stage("linalg", lambda: run_pass("lamina-to-linalg", module))
         stage("abi", lambda: run_pass("lamina-kernel-abi", module))

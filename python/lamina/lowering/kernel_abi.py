@@ -66,6 +66,15 @@ def _arg_is_strided(func_op, index: int) -> bool:
     return LAYOUT_ATTR in d and ir.StringAttr(d[LAYOUT_ATTR]).value == "strided"
 
 
+def _result_is_strided(func_op, index: int) -> bool:
+    """A result marked `lamina.layout = "strided"` (lamina-plan-layouts) is written through
+    a strided memref: the buffer the graph gives it may be laid out otherwise."""
+    if "res_attrs" not in func_op.attributes:
+        return False
+    d = ir.DictAttr(ir.ArrayAttr(func_op.attributes["res_attrs"])[index])
+    return LAYOUT_ATTR in d and ir.StringAttr(d[LAYOUT_ATTR]).value == "strided"
+
+
 def kernel_functions(module: ir.Module):
     return [op for op in module.body.operations
             if op.operation.name == "func.func" and "lamina.kernel" in op.attributes]
@@ -78,7 +87,7 @@ def to_destination_passing(func_op) -> None:
     loc = func_op.location
     with loc:
         in_types = [memref_type(t, _arg_is_strided(func_op, i)) for i, t in enumerate(ftype.inputs)]
-        out_types = [memref_type(t) for t in ftype.results]
+        out_types = [memref_type(t, _result_is_strided(func_op, k)) for k, t in enumerate(ftype.results)]
     first = list(block.operations)[0]
     ret = list(block.operations)[-1]
     with loc:
@@ -153,12 +162,13 @@ def mark_strided_kernel_args(module: ir.Module, graph_func) -> None:
                 _set_arg_attr(kernel, j, LAYOUT_ATTR, ir.StringAttr.get("strided"))
 
 
-def graph_to_entry(graph_func) -> None:
+def graph_to_entry(graph_func, kernels: dict | None = None) -> None:
     """The outlined graph (calls on tensors) -> the native entry (calls on memrefs, see above).
 
     Symbolic sizes: the entry takes the graph's `index` arguments as they are, reads the
     sizes of inputs it needs (`tensor.dim` -> `memref.dim`), and computes the arena offsets
     and the views' sizes of symbolic buffers from them; the arena is then `memref<?xi8>`."""
+    kernels = kernels or {}
     bufs, arena_bytes = read_plan(graph_func)
     block = graph_func.regions[0].blocks[0]
     ftype = ir.FunctionType(ir.TypeAttr(graph_func.attributes["function_type"]).value)
@@ -206,8 +216,13 @@ def graph_to_entry(graph_func) -> None:
                     dest = memref.view(memref_type(r.type), arena, offset, sizes)
                 memref_of[r] = dest
                 dests.append(dest)
-            func.CallOp([], ir.FlatSymbolRefAttr(call.attributes["callee"]),
-                        [memref_of.get(v, v) for v in call.operands] + dests)
+            operands = [memref_of.get(v, v) for v in call.operands] + dests
+            callee = kernels.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+            if callee is not None:   # a strided kernel argument takes a cast of a contiguous buffer
+                want = ir.FunctionType(ir.TypeAttr(callee.attributes["function_type"]).value).inputs
+                operands = [memref.cast(t, x) if isinstance(t, ir.MemRefType) and x.type != t else x
+                            for x, t in zip(operands, want)]
+            func.CallOp([], ir.FlatSymbolRefAttr(call.attributes["callee"]), operands)
     with ir.InsertionPoint(ret), loc:
         func.ReturnOp([])
     ret.erase()
@@ -255,5 +270,6 @@ def kernel_abi(module: ir.Module, **options) -> None:
             # internal linkage: once LLVM inlines a kernel into the entry, its body is not
             # compiled a second time as an exported function
             func_op.attributes["llvm.linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")
+    kernels = {ir.StringAttr(k.attributes["sym_name"]).value: k for k in kernel_functions(module)}
     for g in graphs:
-        graph_to_entry(g)
+        graph_to_entry(g, kernels)

@@ -12,7 +12,8 @@ from mlir import ir
 from ..dialect import symbols as S
 from ..dialect import types as T
 from ..lowering.kernel_abi import _arg_is_strided
-from ..lowering.memory_plan import read_plan
+from ..lowering.conv_layouts import buffer_layout
+from ..lowering.memory_plan import BUFFERS_ATTR, read_plan
 
 
 @dataclass
@@ -22,6 +23,7 @@ class KernelLaunch:
     outputs: list[int]                     # value slots written
     output_specs: list[tuple]              # (shape, element type name) per output
     buffers: list[str]                     # per output: "arena+<offset>" or "output <k>"
+    layouts: list = field(default_factory=list)   # per output: None (contiguous) or "channels_last"
 
 
 @dataclass
@@ -46,7 +48,9 @@ class LaunchPlan:
     def describe(self) -> str:
         lines = [f"inputs: %0..%{self.num_inputs - 1}" + (f"  (arena: {self.arena_bytes} bytes)" if self.arena_bytes else "")]
         for l in self.launches:
-            outs = ", ".join(f"%{s}: {list(shape)}x{dt} @{b}" for s, (shape, dt), b in zip(l.outputs, l.output_specs, l.buffers))
+            outs = ", ".join(f"%{s}: {list(shape)}x{dt} @{b}" + (f" {lay}" if lay else "")
+                             for s, (shape, dt), b, lay in zip(l.outputs, l.output_specs, l.buffers,
+                                                               l.layouts or [None] * len(l.outputs)))
             lines.append(f"{outs} = {l.kernel}({', '.join(f'%{s}' for s in l.inputs)})")
         lines.append(f"return {', '.join(f'%{s}' for s in self.results)}")
         return "\n".join(lines)
@@ -77,8 +81,10 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
             outs.append(slots[r])
             specs.append(spec)
             places.append(f"output {b.output}" if b.output is not None else f"arena+{b.offset}")
+        entries = list(ir.ArrayAttr(op.attributes[BUFFERS_ATTR])) if BUFFERS_ATTR in op.attributes else []
+        layouts = [buffer_layout(e) for e in entries] if len(entries) == len(outs) else [None] * len(outs)
         launches.append(KernelLaunch(ir.FlatSymbolRefAttr(op.attributes["callee"]).value,
-                                     [slots[v] for v in op.operands], outs, specs, places))
+                                     [slots[v] for v in op.operands], outs, specs, places, layouts))
     args = list(block.arguments)
     return LaunchPlan(graph=ir.StringAttr(graph_func.attributes["sym_name"]).value,
                       num_inputs=len(args), launches=launches, results=results,

@@ -127,7 +127,8 @@ class PlanRunner(CompiledGraph):
         static = isinstance(arena, int) and not plan.symbol_sources
         view_lines = []
         for launch in plan.launches:
-            for slot, (shape, dt), place in zip(launch.outputs, launch.output_specs, launch.buffers):
+            layouts = launch.layouts or [None] * len(launch.outputs)
+            for slot, (shape, dt), place, layout in zip(launch.outputs, launch.output_specs, launch.buffers, layouts):
                 if place.startswith("output"):
                     continue
                 offset = place.split("+", 1)[1]
@@ -136,7 +137,7 @@ class PlanRunner(CompiledGraph):
                 itemsize = T.name_to_torch_dtype(dt).itemsize
                 name = f"v{slot}"
                 view_lines.append(f"{name} = _a[{offset}:{offset} + ({numel}) * {itemsize}]"
-                                  f".view(_view_dtypes[{dt!r}]).view({_tuple_source(shape)})")
+                                  f".view(_view_dtypes[{dt!r}]){_layout_view(shape, layout)}")
                 slot_name[slot] = name
         # outputs that are a reshape of an intermediate (lamina-gpu-operand-views): its producer
         # writes the output buffer, seen in the intermediate's shape
@@ -191,6 +192,18 @@ class PlanRunner(CompiledGraph):
             lines.append(f"    _k_{launch.kernel}({', '.join(args)})")
         lines.append(f"    return {returned}")
         return "\n".join(lines) + "\n"
+
+
+def _layout_view(shape, layout: str | None) -> str:
+    """The view (source) that makes a flat arena slice a tensor of `shape` in `layout`: an
+    [N, *spatial, C] buffer seen as [N, C, *spatial] for "channels_last"."""
+    if layout is None:
+        return f".view({_tuple_source(shape)})"
+    if layout != "channels_last" or len(shape) not in (4, 5):
+        raise ValueError(f"unknown buffer layout {layout!r} for a rank-{len(shape)} buffer")
+    r = len(shape)
+    stored = [shape[0], *shape[2:], shape[1]]
+    return f".view({_tuple_source(stored)}).permute(0, {r - 1}, {', '.join(str(d) for d in range(1, r - 1))})"
 
 
 def _arena_view(expr: str, meta: dict):

@@ -127,3 +127,69 @@ def test_nan_and_inf_propagate():
     w = _randn(3, 2, 3, 3, seed=1)
     fn = lambda x, w: F.conv2d(x, w, padding=1)   # noqa: E731
     torch.testing.assert_close(_compiled(fn)(x, w), fn(x, w), equal_nan=True)
+
+
+def _bn_relu(c: int, seed: int):
+    """An eval-mode batch norm + ReLU as plain tensor ops (its parameters captured)."""
+    g = torch.Generator().manual_seed(seed)
+    mean, var = torch.randn(c, generator=g), torch.rand(c, generator=g) + 0.5
+    scale, shift = torch.randn(c, generator=g), torch.randn(c, generator=g)
+    view = (1, c) + (1,) * 3
+
+    def f(y):
+        v = view[:y.dim()]
+        return torch.relu((y - mean.view(v)) * torch.rsqrt(var.view(v) + 1e-5) * scale.view(v) + shift.view(v))
+    return f
+
+
+CHAINS = [
+    # conv -> BN -> ReLU -> conv -> + x -> ReLU: the activation between the convolutions is
+    # an intermediate that only feeds a convolution (channels-last on the cuda target)
+    ("resnet_block", lambda x, w1, w2, a=_bn_relu(6, 1): torch.relu(F.conv2d(a(F.conv2d(x, w1, padding=1)), w2, padding=1) + x),
+     [(2, 6, 7, 9), (6, 6, 3, 3), (6, 6, 3, 3)]),
+    # depthwise 3x3 -> BN/ReLU -> 1x1 to more channels (MobileNet), stride 2
+    ("depthwise_pointwise", lambda x, w1, w2, a=_bn_relu(4, 2): F.conv2d(a(F.conv2d(x, w1, padding=1, stride=2, groups=4)), w2),
+     [(3, 4, 9, 8), (4, 1, 3, 3), (8, 4, 1, 1)]),
+    # the intermediate also read elementwise: stays contiguous
+    ("shared_intermediate", lambda x, w1, w2: (lambda h: F.conv2d(h, w2, padding=1) + h.sum())(torch.relu(F.conv2d(x, w1, padding=1))),
+     [(2, 3, 6, 6), (5, 3, 3, 3), (5, 5, 3, 3)]),
+    # rank 5: channels_last_3d
+    ("conv3d_chain", lambda x, w1, w2: F.conv3d(torch.sigmoid(F.conv3d(x, w1, padding=1)), w2, stride=2),
+     [(1, 3, 5, 6, 7), (4, 3, 3, 3, 3), (2, 4, 2, 2, 2)]),
+    # three convolutions, a 1-channel input, a pooling in between (not a convolution reader)
+    ("three_convs_pool", lambda x, w1, w2, w3: F.conv2d(F.max_pool2d(F.conv2d(F.conv2d(x, w1, padding=2).relu(), w2), 2), w3),
+     [(2, 1, 12, 12), (3, 1, 5, 5), (4, 3, 3, 3), (2, 4, 1, 1)]),
+]
+
+
+@pytest.mark.parametrize("fn,shapes", [pytest.param(f, s, id=i) for i, f, s in CHAINS])
+def test_convolution_chains(fn, shapes, tmp_path):
+    """Convolutions feeding convolutions, and what the memory plan records for their
+    intermediates: on the cuda target (cuDNN's NHWC kernels) every intermediate that only
+    feeds convolutions is laid out channels-last (lowering/conv_layouts.py), else none is."""
+    args = [_randn(*s, seed=i) for i, s in enumerate(shapes)]
+    channels_last = torch.channels_last if len(shapes[0]) == 4 else torch.channels_last_3d
+    for x in (args[0], args[0].to(memory_format=channels_last), _randn(2 * shapes[0][0], *shapes[0][1:])[::2]):
+        out = _compiled(fn, dump_ir=str(tmp_path))(x, *args[1:])
+        torch.testing.assert_close(out, fn(x, *args[1:]), rtol=1e-4, atol=1e-4)
+        assert out.is_contiguous()   # eager's layout for the caller, whatever the plan chose inside
+    report = lamina_backend.last_report()
+    assert report["fallback_ops"] == []
+    plans = "".join(p.read_text() for p in tmp_path.glob("*-plan.mlir"))
+    laid_out = plans.count('layout = "channels_last"')
+    if report["target"] == "cuda" and fn is not CHAINS[2][1]:
+        assert laid_out >= 1
+    elif report["target"] != "cuda" or fn is CHAINS[2][1]:
+        assert laid_out == 0
+
+
+def test_convolution_chain_symbolic_batch():
+    """A channels-last intermediate of symbolic size: its arena slot and view follow the batch."""
+    fn, shapes = CHAINS[0][1], CHAINS[0][2]
+    w1, w2 = _randn(*shapes[1], seed=1), _randn(*shapes[2], seed=2)
+    torch._dynamo.reset()
+    block = lambda x: fn(x, w1, w2)   # noqa: E731 - the weights static, as a module's parameters
+    f = torch.compile(block, backend="lamina", dynamic=True, options={"strict": True})
+    for n in (2, 3, 5):
+        x = _randn(n, *shapes[0][1:], seed=n)
+        torch.testing.assert_close(f(x), block(x), rtol=1e-4, atol=1e-4)

@@ -51,6 +51,9 @@ class CudaTarget:
     # data-movement kernels' outputs may become views of their inputs (operand_views.py):
     # the memory plan keeps those inputs live while the views are
     plan_options = {"view_lifetimes": True}
+    # activations between convolutions stay channels-last (cuDNN's NHWC kernels; the
+    # programs around them read and write NHWC in 2-D tiles): lowering/conv_layouts.py
+    plan_passes = ("lamina-plan-layouts",)
 
     def configure(self, autotune: bool = True, cudagraphs: bool = False, **_ignored) -> None:
         self.autotune = autotune

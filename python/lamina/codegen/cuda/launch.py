@@ -38,6 +38,16 @@ def flat_config(numel: int) -> tuple[int, int]:
     return block, (4 if block == 1024 else block // 128)
 
 
+def tiled_config(xsize: int, ysize: int) -> tuple[int, int, int]:
+    """(XBLOCK, YBLOCK, num_warps) of a tiled program (triton_program._tiled): 64 x 64 tiles
+    (each side 128 bytes or more in every dtype; 32x32 to 128x32 tiles measured the same on
+    an H100 for NCHW <-> NHWC epilogues), narrower along a short side, the other side then
+    longer (up to 4096 elements a tile)."""
+    xb = 1 << max(min(xsize, 64) - 1, 0).bit_length()
+    yb = 1 << max(min(ysize, max(64, 4096 // xb)) - 1, 0).bit_length()
+    return xb, yb, max(1, min(4, xb * yb // 256))
+
+
 def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
     """Rows per program (XBLOCK) and warps for a persistent row program with `rblock` lanes,
     heuristic first (_persistent_tiles). With few `rows`, fewer rows per program, so that

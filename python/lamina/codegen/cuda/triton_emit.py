@@ -46,8 +46,8 @@ from .triton_ir import (Unsupported, _add, _affine_results, _body_names, _cast_g
                         _readers,  # noqa: F401 (re-exported)
                         _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
                         _slice_src_sets)
-from .launch import flat_config   # (flat blocks: launch.py sizes them)
-from .triton_program import _Program, _ProgramBuilder
+from .launch import flat_config, tiled_config   # (flat blocks and tiles: launch.py sizes them)
+from .triton_program import _Program, _ProgramBuilder, tile_dim
 
 
 PERSISTENT_MAX = 4096      # longest row (elements) a persistent program keeps in registers
@@ -81,6 +81,8 @@ class _Emitter:
         self.launcher_sizes_done: set = set()
         self.accumulate_into: dict = {}                  # contraction result -> its non-zero init
         self.in_register: dict = {}                      # value -> the program variable holding its block
+        self.channels_last: set[str] = set()             # temporaries laid out channels-last (convolutions)
+        self.channels_last_copies: dict = {}             # value -> its channels-last temporary
 
     # -- sizes --------------------------------------------------------------------------------
     def size(self, v: ir.Value, d: int) -> str:
@@ -445,19 +447,29 @@ class _KernelCodegen(_Emitter):
                 self.launcher_sizes_done.add(tok)
         return expr
 
-    def _materialize(self, v: ir.Value) -> str:
-        """Compute `v` into a fresh contiguous temporary (a program of its own)."""
-        if v in self.materialized:
+    def _materialize(self, v: ir.Value, channels_last: bool = False) -> str:
+        """Compute `v` into a fresh temporary (a program of its own): contiguous, or in the
+        channels-last order cuDNN's NHWC kernels read (rank 4 and 5)."""
+        if v in self.materialized and not channels_last:
             return self.materialized[v][0]
+        if channels_last and v in self.channels_last_copies:
+            return self.channels_last_copies[v]
         name = f"t{self.temp_count}"
         self.temp_count += 1
         dtype = T.torch_dtype_text(_elem(v.type))
         sizes = self._launcher_sizes(v)
+        layout = ""
+        if channels_last:
+            layout = ", memory_format=torch.channels_last" + ("_3d" if len(sizes) == 5 else "")
+            self.channels_last.add(name)
         self.launcher.append(f"{name} = torch.empty(({', '.join(sizes)}{',' if len(sizes) == 1 else ''}), "
-                             f"dtype={dtype}, device=_device)")
+                             f"dtype={dtype}, device=_device{layout})")
         rows = self._row_dims(v)
-        self._group(f"{self.k.name}_{name}", self.shape(v), rows, [(v, name, True, None)])
-        self.materialized[v] = (name, True, None)
+        self._group(f"{self.k.name}_{name}", self.shape(v), rows, [(v, name, not channels_last, None)])
+        if channels_last:
+            self.channels_last_copies[v] = name
+        else:
+            self.materialized[v] = (name, True, None)
         return name
 
     def _contraction(self, c) -> None:
@@ -517,26 +529,47 @@ class _KernelCodegen(_Emitter):
         x = _ungrouped(x)
         w = _ungrouped(w)
         x, padding = self._unpadded(x, r)
-        views = []
-        for v in (x, w):
-            view = self._torch_view(v)
-            views.append(view if view is not None else self._materialize(v))
+        # cuDNN's fast kernels are NHWC: operands in channels-last order (a 2-D tiled
+        # transposition program each), the result kept channels-last; the programs after it
+        # read it through its strides in tiles (Inductor's layout: about 2x faster 3x3
+        # convolutions than NCHW on an H100, whose cuDNN transposes NCHW operands itself)
+        channels_last = r in (2, 3)
+        views = [self._conv_operand(x, channels_last), self._conv_operand(w, channels_last)]
         res = c.results[0]
         out_elem, in_elem = _elem(res.type), _elem(x.type)
         call = (f"torch.ops.aten.convolution({views[0]}, {views[1]}, None, {stride}, {padding}, {dilation}, "
                 f"False, {[0] * r}, {groups})")
-        # (a channels-last input gives a channels-last result: the programs read it contiguous)
-        call = f"{call}.contiguous()"
-        if ir.ShapedType(res.type).rank != r + 2:   # grouped result [N, G, Fg, *O]
-            call = f"{call}.reshape({', '.join(self._launcher_sizes(res))},)"
+        if not channels_last:
+            call = f"{call}.contiguous()"
+        if ir.ShapedType(res.type).rank != r + 2:   # grouped result [N, G, Fg, *O] (a view of the channels)
+            call = f"{call}.unflatten(1, ({groups}, -1))"
         if in_elem != out_elem and not self._rounded_back(res, in_elem):
-            call = f"{call}.to({T.torch_dtype_text(out_elem)})"
+            call = f"{call}.to({T.torch_dtype_text(out_elem)})"   # (keeps the memory format)
         cname = f"c{self.contraction_count}"
         self.contraction_count += 1
         self.launcher.append(f"{cname} = {call}")
-        self.materialized[res] = (cname, True, None)
+        self.materialized[res] = (cname, not channels_last, None)
+        if channels_last:
+            self.channels_last.add(cname)
         if not self._is_zero_fill(init):
             self.accumulate_into[res] = init
+
+    def _conv_operand(self, v: ir.Value, channels_last: bool) -> str:
+        """A convolution operand for torch: a view of a kernel argument that is strided already
+        (cuDNN reads its strides; the memory plan lays activations between convolutions out
+        channels-last: lowering/conv_layouts.py) or whose two orders are one ([C, 1, 3, 3]
+        or [O, I, 1, 1] weights: torch takes them with a channels-last input), else a
+        channels-last copy."""
+        view = self._torch_view(v)
+        if not channels_last:
+            return view if view is not None else self._materialize(v)
+        if v in self.k.tensor_of_arg and not self.k.contiguous(self.k.tensor_of_arg[v]):
+            return view
+        shape = ir.ShapedType(v.type)
+        static_one = lambda d: not shape.is_dynamic_dim(d) and shape.get_dim_size(d) == 1   # noqa: E731
+        if view is not None and (static_one(1) or all(static_one(d) for d in range(2, shape.rank))):
+            return view   # one channel or one position: both orders are one memory layout
+        return self._materialize(v, channels_last=True)
 
     def _scatter(self, loop) -> None:
         """A lamina.scatter loop (lowering/indirect.py) as torch's in-place scatter on the GPU,
@@ -663,7 +696,14 @@ class _KernelCodegen(_Emitter):
         rounding), so the product stays in `elem` (no f32 copy, half the bytes to read)."""
         if elem not in ("bf16", "f16"):
             return False
-        uses = list(res.uses)
+        uses, pending = [], list(res.uses)
+        while pending:   # through reshapes (a grouped convolution's result is [N, G, C/G, ...])
+            u = pending.pop()
+            op = u.owner.operation if hasattr(u.owner, "operation") else u.owner
+            if op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+                pending.extend(op.results[0].uses)
+            else:
+                uses.append(u)
         for u in uses:
             op = u.owner.operation if hasattr(u.owner, "operation") else u.owner
             if op.name != "linalg.generic" or len(op.results) != 1 or _elem(op.results[0].type) != elem:
@@ -713,12 +753,42 @@ class _KernelCodegen(_Emitter):
         for variant in variants:
             p = _Program(self, f"{name}_{variant}", variant)
             info = _ProgramBuilder(self, p, shape, rows, items).build()
+            if variant == "flat" and len(shape) >= 2 and self._reads_or_writes_channels_last(p, items):
+                p = _Program(self, f"{name}_tiled", "tiled")
+                info = _ProgramBuilder(self, p, shape, rows, items).build()
+                variant = "tiled"
             built[variant] = (p, info)
             self.programs.append((p, info))
         self._launch_group(name, shape, rows, built)
 
+    def _reads_or_writes_channels_last(self, p, items) -> bool:
+        """The program reads a channels-last temporary or an argument the memory plan laid out
+        otherwise (lowering/conv_layouts.py), or stores to one: then 2-D tiles."""
+        strided = {f"a{i}" for i in range(len(self.k.args))
+                   if isinstance(self.k.args[i].type, ir.MemRefType) and not self.k.contiguous(i)}
+        return any(t in self.channels_last or t in strided for t in p.tensor_params)
+
     def _launch_group(self, name, shape, rows, built) -> None:
         L = self.launcher
+        if "tiled" in built:
+            p, info = built["tiled"]
+            y = tile_dim(shape)
+            lead = self._launcher_expr(_prod(shape[:y])) if y else "1"
+            ysize = self._launcher_expr(shape[y])
+            xsize = self._launcher_expr(_prod(shape[y + 1:])) if shape[y + 1:] else "1"
+            L.append(f"_n = {self._launcher_expr(_prod(shape))}")
+            L.append("if _n > 0:")
+            if xsize.isdigit() and ysize.isdigit() and lead.isdigit():   # static: the tiles chosen here
+                xb, yb, nw = tiled_config(int(xsize), int(ysize))
+                grid = str(int(lead) * -(-int(xsize) // xb) * -(-int(ysize) // yb))
+                xb, yb, nw = str(xb), str(yb), str(nw)
+            else:
+                L.append(f"    _xb, _yb, _nw = tiled_config({xsize}, {ysize})")
+                xb, yb, nw = "_xb", "_yb", "_nw"
+                grid = f"{lead} * (({xsize} + _xb - 1) // _xb) * (({ysize} + _yb - 1) // _yb)"
+            L.append(f"    {p.name}[({grid},)]({', '.join(info['call_args'])}, XBLOCK={xb}, YBLOCK={yb}, "
+                     f"INDEX64=_big or _n >= 2**31, num_warps={nw})")
+            return
         if "flat" in built:
             p, info = built["flat"]
             numel = self._launcher_expr(_prod(shape))
@@ -775,10 +845,11 @@ class _KernelCodegen(_Emitter):
         out = ['"""Triton kernels of lamina kernel %s (generated by lamina.codegen.cuda.triton_emit)."""' % k.name,
                "import torch", "import triton", "import triton.language as tl",
                "from lamina.codegen.cuda import triton_helpers as lh",
-               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, flat_config, persistent_configs, run_tuned", "", ""]
+               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, flat_config, persistent_configs, run_tuned, tiled_config", "", ""]
         names = []
         for p, info in self.programs:
             extra = {"flat": ["XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"],
+                     "tiled": ["XBLOCK: tl.constexpr", "YBLOCK: tl.constexpr", "INDEX64: tl.constexpr"],
                      "flash": ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr", "UPCAST16: tl.constexpr"]}
             out.append(p.source(extra.get(p.variant, ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr",
                                                        "INDEX64: tl.constexpr"])

@@ -125,7 +125,7 @@ class _Eval:
         if hit:
             return hit
         ptr = p.use_tensor(name)
-        block = "[XBLOCK]" if p.variant == "flat" else "[XBLOCK, 1]"
+        block = {"flat": "[XBLOCK]", "tiled": "[YBLOCK, XBLOCK]"}.get(p.variant, "[XBLOCK, 1]")
         scalar = not re.search(r"\b[xr]\w*", off)
         m = self.mask_for(off, mask)
         if scalar and (m or re.search(r"\b(?:v|acc)\w*", off)):
@@ -250,6 +250,8 @@ class _ProgramBuilder:
         p = self.p
         if p.variant == "flat":
             self._flat()
+        elif p.variant == "tiled":
+            self._tiled()
         else:
             self._rows()
         call_args = []
@@ -291,6 +293,33 @@ class _ProgramBuilder:
         p.emit(f"xmask = xoff < {numel}")
         idx = self._decompose("xoff", self.shape, "x")
         p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], "xoff")
+        for v, tname, contiguous, arg in self.items:
+            val = self.value(v, idx)
+            self._store(tname, v, idx, val, contiguous, arg)
+
+    def _tiled(self) -> None:
+        """2-D tiles [YBLOCK, XBLOCK] over one dim (`tile_dim`, the channels) and the dims after
+        it, the dims before it one per program: for a group whose operands are contiguous along
+        different dims (a channels-last convolution result and an NCHW output, or the
+        reverse), each access is contiguous along one of the tile's axes and Triton moves the
+        tile between the two orders through shared memory. A flat program reading one of them
+        in the other's order would gather one element per 32-byte sector."""
+        p = self.p
+        y = tile_dim(self.shape)
+        lead, trail = self.shape[:y], self.shape[y + 1:]
+        Y = p.sizes_in_kernel(self.shape[y])
+        X = p.sizes_in_kernel(_prod(trail)) if trail else "1"
+        p.emit(f"xpid = {self._pid()}")
+        p.emit(f"xtiles = ({X} + XBLOCK - 1) // XBLOCK")
+        p.emit(f"ytiles = ({Y} + YBLOCK - 1) // YBLOCK")
+        p.emit("xlead = xpid // (xtiles * ytiles)")
+        p.emit("xo = (xpid % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[None, :]")
+        p.emit("xy = ((xpid // xtiles) % ytiles) * YBLOCK + tl.arange(0, YBLOCK)[:, None]")
+        p.emit(f"xmask = (xo < {X}) & (xy < {Y})")
+        idx = (self._decompose("xlead", lead, "xl") if lead else []) + ["xy"] \
+            + (self._decompose("xo", trail, "xt") if trail else [])
+        p.emit(f"xlin = {_add(_mul(_add(_mul('xlead', Y), 'xy'), X), 'xo')}")
+        p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], "xlin")
         for v, tname, contiguous, arg in self.items:
             val = self.value(v, idx)
             self._store(tname, v, idx, val, contiguous, arg)
@@ -358,6 +387,11 @@ class _ProgramBuilder:
                 off = _add(off, _mul(idx[d], p.use_param(f"{tname}_stride{d}")))
         elem = _elem(v.type)
         m = ev.mask_for(off, None) or ("xmask" if "x" in off else None)
+        if p.variant == "tiled" and not (re.search(r"\b(xo|xt\d+|xlin)\b", off) and re.search(r"\b(xy|xlin)\b", off)):
+            # an offset constant along one tile axis (a size-1 dim there): a store's pointers
+            # need the tile's shape
+            off = f"({off}) + tl.zeros([YBLOCK, XBLOCK], tl.int32)"
+            m = "xmask"
         ptr = p.use_tensor(tname)
         if _literal(val):   # a constant (a fill): a typed block of it
             val = self._typed_constant(val, "f64" if not _is_int(val) else "i64", elem)
@@ -383,7 +417,8 @@ class _ProgramBuilder:
         ev = _Eval(cg, p)
         if v in cg.materialized:
             name, contiguous, _ = cg.materialized[v]
-            val = ev.tensor_load(name, v, idx, cond, True)
+            val = ev.tensor_load(name, v, idx, cond, contiguous,
+                                 None if contiguous else [f"{name}_stride{d}" for d in range(len(idx))])
             if v in cg.accumulate_into:
                 init = self.value(cg.accumulate_into[v], idx, cond)
                 val = p.let(f"{init} + {val}")
@@ -880,6 +915,11 @@ class _ProgramBuilder:
         if acc != elem and not _literal(x):
             return self.p.let(f"{x}.to({_tl(acc)})")
         return x
+
+
+def tile_dim(shape: list[str]) -> int:
+    """The dim a tiled program's YBLOCK runs along: the channels of an [N, C, *spatial] shape."""
+    return 1 if len(shape) >= 3 else 0
 
 
 def _row_major(p: _Program, linear: str, sizes: list[str]) -> list[str]:
