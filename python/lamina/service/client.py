@@ -75,7 +75,8 @@ def compile_out_of_process(module: ir.Module, graph_name: str, target: str, targ
     result.compiled = make_compiled_graph(target, target_options, result.plan, library)
     if result.cache != "hit" and getattr(result.compiled, "compiles_on_first_call", False):
         # its programs compile on the workers before its first call: boot them now
-        get_pool().grow(imports=getattr(getattr(result.compiled, "library", None), "worker_imports", ()))
+        library = getattr(result.compiled, "library", None)
+        get_pool().grow(imports=getattr(library, "worker_imports", ()), env=getattr(library, "worker_env", None))
     result.stage_seconds["load_in_process"] = time.perf_counter() - t1
     result.stage_seconds["total_out_of_process"] = time.perf_counter() - t0
     return result

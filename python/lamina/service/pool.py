@@ -64,9 +64,9 @@ def _search_path() -> str:
 
 
 class Worker:
-    def __init__(self, imports: tuple[str, ...] = ()):
+    def __init__(self, imports: tuple[str, ...] = (), env: dict | None = None):
         self.log = tempfile.NamedTemporaryFile(prefix="lamina-worker-", suffix=".log", delete=False)
-        env = dict(os.environ, PYTHONPATH=_search_path())
+        env = dict(os.environ, **(env or {}), PYTHONPATH=_search_path())
         if imports:   # imported while it boots (worker.py), before its first request
             env["LAMINA_WORKER_IMPORTS"] = ",".join(imports)
         self.proc = subprocess.Popen([sys.executable, "-m", "lamina.service.worker"], stdin=subprocess.PIPE,
@@ -182,28 +182,28 @@ class WorkerPool:
         """Start a worker now (it boots in the background) unless one exists."""
         self._grow_to(1)
 
-    def grow(self, imports: tuple[str, ...] = ()) -> None:
+    def grow(self, imports: tuple[str, ...] = (), env: dict | None = None) -> None:
         """Start workers up to the pool's size now (they boot in the background, importing
-        `imports` too)."""
-        self._grow_to(self.size, imports)
+        `imports` too and running their `worker_warm_up`, with `env` added to theirs)."""
+        self._grow_to(self.size, imports, env)
 
-    def _grow_to(self, n: int, imports: tuple[str, ...] = ()) -> None:
+    def _grow_to(self, n: int, imports: tuple[str, ...] = (), env: dict | None = None) -> None:
         while True:
             with self._cond:
                 if self._count >= min(n, self.size):
                     return
                 self._count += 1
             try:
-                worker = self._start(imports)
+                worker = self._start(imports, env)
             except BaseException:
                 with self._cond:
                     self._count -= 1
                 raise
             self._release(worker)
 
-    def _start(self, imports: tuple[str, ...] = ()) -> Worker:
+    def _start(self, imports: tuple[str, ...] = (), env: dict | None = None) -> Worker:
         self.started += 1
-        return Worker(imports)
+        return Worker(imports, env)
 
     def _acquire(self, kind: str = "ir") -> Worker:
         with self._cond:

@@ -27,6 +27,7 @@ import os
 import pickle
 import struct
 import sys
+import time
 import traceback
 
 _HEADER = struct.Struct("<Q")
@@ -99,7 +100,15 @@ def _warm_up() -> None:
     _load_all()          # every pass module (a first compile would import them)
     import mlir.dialects.llvm  # noqa: F401
     for name in filter(None, os.environ.get("LAMINA_WORKER_IMPORTS", "").split(",")):
-        importlib.import_module(name)   # what its requests will need (pool.grow)
+        mod = importlib.import_module(name)   # what its requests will need (pool.grow)
+        warm = getattr(mod, "worker_warm_up", None)
+        if callable(warm):   # and what its first request would set up (best effort)
+            try:
+                t0 = time.perf_counter()
+                warm()
+                print(f"lamina worker: warmed up {name} in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+            except Exception as e:  # noqa: BLE001
+                print(f"lamina worker: warm-up of {name} failed: {type(e).__name__}: {e}", file=sys.stderr)
     with dialect.make_context():
         module = ir.Module.parse("llvm.func @lamina_warm_up() attributes {llvm.emit_c_interface} { llvm.return }")
         ExecutionEngine(module, opt_level=0, enable_pic=True).raw_lookup("_mlir_ciface_lamina_warm_up")

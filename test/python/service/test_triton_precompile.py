@@ -122,6 +122,29 @@ def failure_left_to_the_launch(program):
     assert triton_library._compile_on_workers(broken) == 0
 
 
+def warm_up_while_booting(requests) -> None:
+    """A worker the pool grows for a cuda library compiles a small program for its GPU
+    while it boots (Triton's compiler initialised before the first request), in a
+    throw-away cache: the launching process's cache gets nothing from it."""
+    from lamina.codegen.cuda.triton_compile import TARGET_ENV
+    from lamina.codegen.cuda.triton_library import TritonKernelLibrary
+    from lamina.service.pool import Worker
+
+    cache = os.environ["TRITON_CACHE_DIR"]
+    before = set(os.listdir(cache)) if os.path.isdir(cache) else set()
+    worker = Worker(TritonKernelLibrary.worker_imports, {TARGET_ENV: "cuda/90/32"})
+    try:
+        worker.wait_ready()
+        assert worker.alive()
+        with open(worker.log.name) as f:
+            log = f.read()
+    finally:
+        worker.close()
+    assert "warmed up lamina.codegen.cuda.triton_compile" in log and "failed" not in log, log
+    after = set(os.listdir(cache)) if os.path.isdir(cache) else set()
+    assert after == before, (before, after)
+
+
 def _run(check: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,6 +161,10 @@ def test_a_compile_on_a_worker_is_found_by_the_launch():
 
 def test_a_request_that_fails_on_the_worker_is_left_to_the_launch():
     _run("failure_left_to_the_launch")
+
+
+def test_a_grown_worker_warms_triton_up_while_it_boots():
+    _run("warm_up_while_booting")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,40 @@ def compile_request(request: dict) -> dict:
     return {"name": kernel.name, "hash": kernel.hash, "group": dict(kernel.metadata_group)}
 
 
+TARGET_ENV = "LAMINA_TRITON_TARGET"   # "<backend>/<arch>/<warp size>": a worker's warm-up target
+
+
+def worker_warm_up() -> None:
+    """Compile a tiny program for the GPU the launching process has (TARGET_ENV, set by the
+    pool when it grows for a cuda library), into a throw-away cache, while the worker boots:
+    a worker's first Triton compile also initialises the compiler (its LLVM, the backend,
+    ptxas's version), about as long again as a small program's compile, and a graph whose
+    programs compile at once on several workers would wait for the slowest of those."""
+    spec = os.environ.get(TARGET_ENV, "")
+    if not spec or os.environ.get("TRITON_INTERPRET", "").strip() == "1":
+        return
+    import tempfile
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as triton_compile
+
+    from .warm_up_program import lamina_warm_up
+
+    backend, arch, warp = spec.split("/")
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="lamina-triton-warm-") as tmp:
+        os.environ["TRITON_CACHE_DIR"] = tmp
+        try:
+            triton_compile(ASTSource(lamina_warm_up, {"x": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {(2,): 128}),
+                           target=GPUTarget(backend, int(arch), int(warp)))
+        finally:
+            if saved is None:
+                del os.environ["TRITON_CACHE_DIR"]
+            else:
+                os.environ["TRITON_CACHE_DIR"] = saved
+
+
 def _use_environment(env: dict) -> None:
     """The launching process's TRITON_* variables, exactly: Triton reads its knobs from the
     environment at each use, but caches what it found out about its tools (ptxas's version),

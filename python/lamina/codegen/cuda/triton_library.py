@@ -260,6 +260,18 @@ class TritonKernelLibrary:
     # what a compile worker needs for this library's compile requests (service/pool.grow)
     worker_imports = ("lamina.codegen.cuda.triton_compile", "triton.compiler", "triton.backends.nvidia.compiler")
 
+    @property
+    def worker_env(self) -> dict:
+        """The GPU a compile worker warms Triton up for while it boots (triton_compile.worker_warm_up)."""
+        import torch
+
+        if self.device != "cuda" or not torch.cuda.is_initialized():
+            return {}
+        from .triton_compile import TARGET_ENV
+
+        major, minor = torch.cuda.get_device_capability()
+        return {TARGET_ENV: f"cuda/{major * 10 + minor}/32"}
+
     def __init__(self, module: ir.Module, device: str, autotune: bool = True):
         import torch
         from torch._subclasses.fake_tensor import unset_fake_temporarily
