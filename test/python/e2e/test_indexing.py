@@ -66,10 +66,15 @@ def test_index_tensors_are_inputs():
 
 
 def test_out_of_range_index_reads_inside_the_tensor():
-    """Eager raises IndexError; lamina (no check yet) clamps: never a read outside x."""
-    fn = lambda x, i: x[i]   # noqa: E731
+    """An out-of-range index given to the graph raises eager's IndexError (test_index_bounds.py);
+    one computed inside the graph is not checked per call: eager raises, lamina clamps it,
+    never reading outside x."""
     torch._dynamo.reset()
-    out = torch.compile(fn, backend="lamina")(X, torch.tensor([1_000_000_000, -1_000_000_000]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        torch.compile(lambda x, i: x[i], backend="lamina")(X, torch.tensor([1_000_000_000]))
+    fn = lambda x, i: x[i * 1_000_000_000]   # noqa: E731
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina")(X, torch.tensor([1, -1]))
     torch.testing.assert_close(out, X[[4, 0]])
 
 

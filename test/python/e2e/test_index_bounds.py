@@ -1,0 +1,62 @@
+"""Out-of-range indices given to a compiled graph raise eager's exception and message
+(backend/index_bounds.py), in-range ones (negative ones where eager takes them) compute as
+eager does; strict, no fallback."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+lamina_backend = pytest.importorskip("lamina.backend")
+
+X = torch.randn(5, 4, generator=torch.Generator().manual_seed(0))
+
+CASES = [
+    # (id, fn, index shape maker, in-range index, out-of-range indices)
+    ("index_dim0", lambda x, i: x[i] * 2, torch.tensor([0, -5, 4]), [torch.tensor([0, 5]), torch.tensor([-6, 1])]),
+    ("index_dim1", lambda x, i: x[:, i] + 1, torch.tensor([3, -1]), [torch.tensor([4])]),
+    ("index_two", lambda x, i: x[i, i] + 1, torch.tensor([3, -1]), [torch.tensor([4]), torch.tensor([-5])]),
+    ("index_put", lambda x, i: x.index_put((i,), torch.ones(2, 4)), torch.tensor([1, -2]), [torch.tensor([1, 7])]),
+    ("embedding", lambda x, i: F.embedding(i, x) * 3, torch.tensor([[0, 4], [2, 2]]), [torch.tensor([5]), torch.tensor([-1])]),
+    ("index_select", lambda x, i: torch.index_select(x, 1, i) - 1, torch.tensor([0, 3]), [torch.tensor([4]), torch.tensor([-1])]),
+    ("index_select_dim0", lambda x, i: torch.index_select(x, 0, i) - 1, torch.tensor([0, 4]), [torch.tensor([5]), torch.tensor([-1])]),
+    ("gather", lambda x, i: torch.gather(x, 1, i) + 1, torch.tensor([[0, 3]] * 5), [torch.tensor([[0, 4]] * 5), torch.tensor([[-1, 0]] * 5)]),
+    ("scatter_add", lambda x, i: x.scatter_add(1, i, torch.ones(5, 2)), torch.tensor([[0, 3]] * 5), [torch.tensor([[0, 9]] * 5)]),
+]
+
+
+def _compiled(fn, **kw):
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="lamina", options={"strict": True}, **kw)
+
+
+def _eager_error(fn, *args):
+    with pytest.raises(Exception) as caught:
+        fn(*args)
+    return caught.value
+
+
+@pytest.mark.parametrize("fn,good,bad", [pytest.param(f, g, b, id=i) for i, f, g, b in CASES])
+def test_out_of_range_indices_raise_as_eager(fn, good, bad):
+    f = _compiled(fn)
+    torch.testing.assert_close(f(X, good), fn(X, good))
+    assert lamina_backend.last_report()["fallback_ops"] == []
+    for idx in bad:
+        expected = _eager_error(fn, X, idx)
+        with pytest.raises(type(expected)) as got:
+            f(X, idx)
+        assert str(got.value) == str(expected)
+    torch.testing.assert_close(f(X, good), fn(X, good))   # and the graph still works
+
+
+def test_indices_computed_in_the_graph_are_not_checked_per_call():
+    from lamina.backend.index_bounds import index_checks
+
+    def fn(x, y):
+        return x[torch.argmax(y, 0)]
+
+    gm = torch.fx.symbolic_trace(fn)
+    assert index_checks(gm) == []
+    f = _compiled(fn)
+    y = torch.randn(5, 3)
+    torch.testing.assert_close(f(X, y), fn(X, y))
