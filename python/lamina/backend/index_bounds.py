@@ -8,8 +8,9 @@ from) against the size of the dim they index, and raises eager's exception and m
 One `aminmax` per index input (microseconds); CPU tensors only: on the GPU the check would
 synchronize every call (Inductor asserts on the device instead), so there the clamp stands.
 
-Indices computed inside the graph (an argmax, an arange) are in range by construction and
-not checked.
+Indices computed inside the graph (an argmax, an arange, i * 1000) are not checked: they
+stay clamped. Where several indices are out of range, the one named is the smallest or the
+largest (eager names the first it meets).
 """
 from __future__ import annotations
 
