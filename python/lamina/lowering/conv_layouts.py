@@ -23,25 +23,10 @@ from __future__ import annotations
 from mlir import ir
 
 from ..transforms.registry import register_pass
-from .kernel_abi import LAYOUT_ATTR, graph_functions
+from .kernel_abi import LAYOUT_ATTR, _set_arg_attr, graph_functions
 from .memory_plan import BUFFERS_ATTR
 
 CHANNELS_LAST = "channels_last"
-
-
-def buffer_layout(entry: ir.Attribute) -> str | None:
-    """The layout a `lamina.buffers` entry records, or None (contiguous)."""
-    d = ir.DictAttr(entry)
-    return ir.StringAttr(d["layout"]).value if "layout" in d else None
-
-
-def _set_attr(func_op, kind: str, index: int, count: int, name: str, value: ir.Attribute) -> None:
-    """Set `name` in the `kind` ("arg_attrs" / "res_attrs") dictionary `index` of func_op."""
-    old = list(ir.ArrayAttr(func_op.attributes[kind])) if kind in func_op.attributes else [ir.DictAttr.get({})] * count
-    d = {a.name: a.attr for a in ir.DictAttr(old[index])}
-    d[name] = value
-    old[index] = ir.DictAttr.get(d)
-    func_op.attributes[kind] = ir.ArrayAttr.get(old)
 
 
 def _only_convolution_input(arg: ir.BlockArgument) -> bool:
@@ -86,11 +71,9 @@ def plan_layouts(module: ir.Module, graph_func) -> int:
                 continue
             entries[ri] = ir.DictAttr.get({**{a.name: a.attr for a in d}, "layout": ir.StringAttr.get(CHANNELS_LAST)})
             strided = ir.StringAttr.get("strided")
-            n_res = len(ir.FunctionType(ir.TypeAttr(producer.attributes["function_type"]).value).results)
-            _set_attr(producer, "res_attrs", ri, n_res, LAYOUT_ATTR, strided)
+            _set_arg_attr(producer, ri, LAYOUT_ATTR, strided, kind="res_attrs")
             for k, j in readers:
-                n_args = len(ir.FunctionType(ir.TypeAttr(k.attributes["function_type"]).value).inputs)
-                _set_attr(k, "arg_attrs", j, n_args, LAYOUT_ATTR, strided)
+                _set_arg_attr(k, j, LAYOUT_ATTR, strided)
             changed = True
             marked += 1
         if changed:

@@ -58,20 +58,12 @@ def memref_type(tensor_type: ir.Type, strided: bool = False) -> ir.Type:
     return ir.MemRefType.get(shape, t.element_type)
 
 
-def _arg_is_strided(func_op, index: int) -> bool:
-    if "arg_attrs" not in func_op.attributes:
+def _arg_is_strided(func_op, index: int, kind: str = "arg_attrs") -> bool:
+    """Argument (or, kind="res_attrs", result) `index` is marked `lamina.layout = "strided"`:
+    a strided memref (a torch view; lamina-plan-layouts: a buffer laid out otherwise)."""
+    if kind not in func_op.attributes:
         return False
-    attrs = ir.ArrayAttr(func_op.attributes["arg_attrs"])[index]
-    d = ir.DictAttr(attrs)
-    return LAYOUT_ATTR in d and ir.StringAttr(d[LAYOUT_ATTR]).value == "strided"
-
-
-def _result_is_strided(func_op, index: int) -> bool:
-    """A result marked `lamina.layout = "strided"` (lamina-plan-layouts) is written through
-    a strided memref: the buffer the graph gives it may be laid out otherwise."""
-    if "res_attrs" not in func_op.attributes:
-        return False
-    d = ir.DictAttr(ir.ArrayAttr(func_op.attributes["res_attrs"])[index])
+    d = ir.DictAttr(ir.ArrayAttr(func_op.attributes[kind])[index])
     return LAYOUT_ATTR in d and ir.StringAttr(d[LAYOUT_ATTR]).value == "strided"
 
 
@@ -87,7 +79,7 @@ def to_destination_passing(func_op) -> None:
     loc = func_op.location
     with loc:
         in_types = [memref_type(t, _arg_is_strided(func_op, i)) for i, t in enumerate(ftype.inputs)]
-        out_types = [memref_type(t, _result_is_strided(func_op, k)) for k, t in enumerate(ftype.results)]
+        out_types = [memref_type(t, _arg_is_strided(func_op, k, "res_attrs")) for k, t in enumerate(ftype.results)]
     first = list(block.operations)[0]
     ret = list(block.operations)[-1]
     with loc:
@@ -131,14 +123,16 @@ def _with_noalias(symbol_attrs, types) -> ir.ArrayAttr:
     return ir.ArrayAttr.get(out)
 
 
-def _set_arg_attr(func_op, index: int, name: str, value: ir.Attribute) -> None:
-    n = len(ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value).inputs)
-    old = list(ir.ArrayAttr(func_op.attributes["arg_attrs"])) if "arg_attrs" in func_op.attributes \
+def _set_arg_attr(func_op, index: int, name: str, value: ir.Attribute, kind: str = "arg_attrs") -> None:
+    """Set `name` in the attribute dictionary of argument (or, kind="res_attrs", result) `index`."""
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    n = len(ftype.inputs if kind == "arg_attrs" else ftype.results)
+    old = list(ir.ArrayAttr(func_op.attributes[kind])) if kind in func_op.attributes \
         else [ir.DictAttr.get({})] * n
     d = {a.name: a.attr for a in ir.DictAttr(old[index])}
     d[name] = value
     old[index] = ir.DictAttr.get(d)
-    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old)
+    func_op.attributes[kind] = ir.ArrayAttr.get(old)
 
 
 def graph_functions(module: ir.Module):

@@ -58,6 +58,7 @@ class Buffer:
     offset: int | str | None = None   # arena offset; None for graph outputs
     output: int | None = None         # output position; None for arena buffers
     type: ir.Type | None = None       # the recorded (symbolic) type of an arena buffer
+    layout: str | None = None         # "channels_last" (lamina-plan-layouts), None: contiguous
 
 
 def _size_attr(v: int | str) -> ir.Attribute:
@@ -270,6 +271,8 @@ def read_plan(graph_func) -> tuple[list[Buffer], int]:
                     b.bytes = _size_value(d["bytes"])
                 if "type" in d:
                     b.type = ir.TypeAttr(d["type"]).value
+                if "layout" in d:
+                    b.layout = ir.StringAttr(d["layout"]).value
             else:
                 raise MemoryPlanError(f"{c.location}: {BUFFERS_ATTR} entry {d} has neither `arena` nor `output`")
     arena = _size_value(graph_func.attributes[ARENA_ATTR])

@@ -12,8 +12,7 @@ from mlir import ir
 from ..dialect import symbols as S
 from ..dialect import types as T
 from ..lowering.kernel_abi import _arg_is_strided
-from ..lowering.conv_layouts import buffer_layout
-from ..lowering.memory_plan import BUFFERS_ATTR, read_plan
+from ..lowering.memory_plan import read_plan
 
 
 @dataclass
@@ -71,7 +70,7 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
         if op.name == "func.return":
             results = [slots[v] for v in op.operands]
             continue
-        outs, specs, places = [], [], []
+        outs, specs, places, layouts = [], [], [], []
         for r in op.results:
             slots[r] = len(slots)
             spec = (tuple(S.dims_of(r.type)), str(ir.RankedTensorType(r.type).element_type))
@@ -81,8 +80,7 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
             outs.append(slots[r])
             specs.append(spec)
             places.append(f"output {b.output}" if b.output is not None else f"arena+{b.offset}")
-        entries = list(ir.ArrayAttr(op.attributes[BUFFERS_ATTR])) if BUFFERS_ATTR in op.attributes else []
-        layouts = [buffer_layout(e) for e in entries] if len(entries) == len(outs) else [None] * len(outs)
+            layouts.append(b.layout)
         launches.append(KernelLaunch(ir.FlatSymbolRefAttr(op.attributes["callee"]).value,
                                      [slots[v] for v in op.operands], outs, specs, places, layouts))
     args = list(block.arguments)
