@@ -27,10 +27,13 @@ fi
 case "${1:-}" in
   demo) shift; exec "$PY" -m lamina.demo "$@" ;;
   test) shift
+        # pytest runs on LAMINA_TEST_JOBS processes (pytest-xdist; default 2, CI's cores): a
+        # test is mostly one thread of tracing and one compile worker's
+        jobs=(-n "${LAMINA_TEST_JOBS:-2}")
         "$(dirname "$PY")/lit" -sv test
-        "$PY" -m pytest -q -p no:cacheprovider test/python "$@"
+        "$PY" -m pytest -q -p no:cacheprovider "${jobs[@]}" test/python "$@"
         # the op suites again on the cuda target: its Triton programs in Triton's interpreter
-        TRITON_INTERPRET=1 LAMINA_TARGET=cuda exec "$PY" -m pytest -q -p no:cacheprovider \
+        TRITON_INTERPRET=1 LAMINA_TARGET=cuda exec "$PY" -m pytest -q -p no:cacheprovider "${jobs[@]}" \
           test/python/e2e/test_ops.py test/python/e2e/test_edge_cases.py test/python/e2e/test_zero_size.py \
           test/python/e2e/test_storage_views.py test/python/e2e/test_convolution.py test/python/e2e/test_indexing.py \
           test/python/e2e/test_division_modes.py test/python/e2e/test_scatter.py test/python/e2e/test_trig.py \

@@ -90,7 +90,21 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
             return compile_fx(inference, example_inputs, opts, kind="inference")
     backend = aot_autograd(fw_compiler=_fx_compiler("forward", opts), bw_compiler=_fx_compiler("backward", opts),
                            decompositions=decompositions)
-    return backend(gm, example_inputs)
+    try:
+        return backend(gm, example_inputs)
+    except _data_dependent_errors() as e:
+        from .compile_fx import untraceable_graph
+
+        return untraceable_graph(gm, opts, e)
+
+
+def _data_dependent_errors() -> tuple:
+    """What AOTAutograd raises for a graph whose ATen trace needs a tensor's value (narrow
+    with a tensor start, nonzero's size): the graph runs eagerly (compile_fx.untraceable_graph)."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    return DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode
 
 
 def _register_with_dynamo() -> None:

@@ -209,9 +209,27 @@ def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options)
     result_of_output = [None if spec is None else spec.result_index if hasattr(spec, "result_index")
                         else ("size", spec.expr) for spec in imported.outputs]
     fn = result.compiled.structured_call(single, result_of_output)
+    uint8 = [i for i, spec in enumerate(imported.outputs) if getattr(spec, "dtype", None) == torch.uint8]
+    if uint8:
+        fn = _uint8_outputs(fn, single, uint8)
     if options.check_inputs:
         fn = _checking_inputs(fn, gm, name)
     return fn, result
+
+
+def _uint8_outputs(fn, single: bool, positions: list[int]):
+    """The graph's uint8 outputs come back as their i8 storage (types.py): viewed as uint8
+    (no copy)."""
+    if single:
+        wrapped = lambda *args: fn(*args).view(torch.uint8)   # noqa: E731
+    else:
+        def wrapped(*args):
+            out = list(fn(*args))
+            for i in positions:
+                out[i] = out[i].view(torch.uint8)
+            return out
+    wrapped.compiled_graph = getattr(fn, "compiled_graph", None)
+    return wrapped
 
 
 def _input_specs(gm: torch.fx.GraphModule) -> list[tuple]:
@@ -304,6 +322,26 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     entry["fallback_ops"] = sorted(set(entry["fallback_ops"]))
     report.record(entry, options.report)
     return with_index_checks(rng.seeded(runnable, rng_device) if needs_seed else runnable, checks)
+
+
+def untraceable_graph(gm: torch.fx.GraphModule, options: Options, error: Exception):
+    """A dynamo graph AOTAutograd cannot trace to ATen (it needs a tensor's value: narrow
+    with a tensor start, ...): it runs eagerly, reported as a fallback (one warning; `strict`
+    raises, naming the user's line)."""
+    name = f"graph_{next(_graph_ids)}_untraceable"
+    first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+    ops = sorted({getattr(n.target, "__name__", str(n.target)) for n in calls})
+    if options.strict:
+        where = _blame_line(calls[0]) if calls else "?"
+        raise LaminaUnsupportedError(f"lamina (strict): {name} needs a tensor's value to trace ({first}), at {where}; "
+                                     f"its ops: {', '.join(ops)}") from error
+    _warn_once(f"lamina: running {', '.join(ops)} eagerly: tracing them needs a tensor's value ({first}). "
+               "Set LAMINA_STRICT=1 to make this an error.")
+    report.record({"graph": name, "target": options.target, "ops_total": len(calls), "ops_compiled": 0,
+                   "fallback_ops": ops, "fallback_reason": f"data-dependent: {first}", "kernels": 0,
+                   "compile_s": 0.0, "partitions": 0}, options.report)
+    return gm.forward
 
 
 def _compile_whole(gm, name, options, entry):

@@ -1,8 +1,11 @@
 """Element types: torch dtypes <-> MLIR types, and torch's type-promotion lattice.
 
 lamina tensors are builtin `tensor<...>` types; dynamic dims are `?`. Integers are
-signless in MLIR and read as signed (torch has no unsigned types besides uint8, which
-lamina does not accept yet); bool is i1.
+signless in MLIR and read as signed; bool is i1. torch.uint8 values are computed as i16
+holding 0..255 (every op with a uint8 result is followed by `& 255`, so arithmetic wraps as
+torch's does, and signed comparisons, divisions, shifts and conversions agree with unsigned
+ones on those values); in memory, at the graph's inputs and outputs, they are i8 (the
+importer converts: fx_importer.storage_type).
 """
 from __future__ import annotations
 
@@ -108,6 +111,7 @@ def torch_dtype_to_name(dtype) -> str:
     table = {
         torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
         torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.bool: "i1",
+        torch.uint8: "i16",   # (values: see the module's docstring)
     }
     try:
         return table[dtype]

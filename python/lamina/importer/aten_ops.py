@@ -150,6 +150,25 @@ def cast(v: ir.Value, et: ir.Type) -> ir.Value:
     return ops.cast(v, result_type=T.with_element_type(v.type, et))
 
 
+# torch.uint8 values are i16 holding 0..255, stored as i8 (types.py)
+UINT8_MASK = 255
+
+
+def uint8_from_storage(v: ir.Value) -> ir.Value:
+    """uint8 values from their i8 storage (a graph input): sign-extended, then masked."""
+    return wrap_uint8(cast(v, T.element_type("i16")))
+
+
+def uint8_to_storage(v: ir.Value) -> ir.Value:
+    """The i8 storage of uint8 values (a graph output): their low byte."""
+    return cast(v, T.element_type("i8"))
+
+
+def wrap_uint8(v: ir.Value) -> ir.Value:
+    """An op's uint8 result brought back to 0..255 (torch's wrap-around), in i16."""
+    return ops.bitwise_and(v, constant(UINT8_MASK, elem(v)))
+
+
 def reshape(v: ir.Value, tt: ir.Type) -> ir.Value:
     return v if v.type == tt else ops.reshape(v, result_type=tt)
 
@@ -536,6 +555,8 @@ def _copy(imp, node, a):
 def constant_from_tensor(t: torch.Tensor) -> ir.Value:
     """A lamina.constant holding a (small) tensor literal from a get_attr node."""
     t = t.detach().cpu().contiguous()
+    if t.dtype == torch.uint8:
+        t = t.to(torch.int16)   # its values' type (types.py)
     et = T.element_type(T.torch_dtype_to_name(t.dtype))
     tt = T.tensor_type(list(t.shape), et)
     flat = t.reshape(-1)
@@ -623,7 +644,9 @@ def _reduce(op, x, dims, keepdim, dtype=None, result_elem=None):
         x = cast(x, T.element_type(T.torch_dtype_to_name(dtype)))
     if rank(x) == 0:
         return cast(x, result_elem) if result_elem is not None else x
-    return getattr(ops, op)(x, dims=norm_dims(dims, rank(x)), keepdim=bool(keepdim))
+    out = getattr(ops, op)(x, dims=norm_dims(dims, rank(x)), keepdim=bool(keepdim))
+    # (integer sums accumulate in i64; a narrower dtype= wraps, as torch's sum in that type)
+    return cast(out, result_elem) if result_elem is not None else out
 
 
 @register("aten.sum.dim_IntList")
@@ -896,7 +919,11 @@ def _index_select(imp, node, a):
     idx = a.index
     if rank(idx) == 0:
         idx = ops.reshape(idx, result_type=T.tensor_type([1], elem(idx)))
-    return ops.index_select(a.self, idx, dim=a.dim % max(rank(a.self), 1))
+    x = a.self
+    if rank(x) == 0:   # a 0-d input (its index has one element) gives a 0-d result
+        x = ops.reshape(x, result_type=T.tensor_type([1], elem(x)))
+        return reshape(ops.index_select(x, idx, dim=0), meta_type(node))
+    return ops.index_select(x, idx, dim=a.dim % rank(x))
 
 
 @register("aten.embedding.default")
@@ -1055,4 +1082,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, attention, contractions, convolution, elementwise_ops, index_reductions, indexing, layout_ops, logical_reductions, norms, pooling, quantization, random_ops, scans, sorting, special_functions  # noqa: E402,F401
+from . import activations, attention, contractions, convolution, elementwise_ops, index_reductions, indexing, layout_ops, logical_reductions, norms, pooling, quantization, random_ops, scans, series_functions, sorting, special_functions  # noqa: E402,F401

@@ -411,6 +411,37 @@ def expected_type(val) -> ir.Type:
     return T.tensor_type([S.dim_of(d) for d in val.shape], T.torch_dtype_to_name(val.dtype))
 
 
+def storage_type(val) -> ir.Type:
+    """The func argument or result type of a graph input or output: expected_type, except
+    that uint8 tensors are their i8 bytes (their values compute as i16: types.py)."""
+    t = expected_type(val)
+    if isinstance(val, torch.Tensor) and val.dtype == torch.uint8:
+        return T.with_element_type(t, T.element_type("i8"))
+    return t
+
+
+def _is_uint8(val) -> bool:
+    return isinstance(val, torch.Tensor) and val.dtype == torch.uint8
+
+
+# Ops whose uint8 results hold values of their uint8 tensor operands only (moved, selected,
+# compared), never new ones: no `& 255` after them (fx_importer._wrap_uint8).
+_UINT8_CLOSED = {
+    "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.permute.default",
+    "aten.transpose.int", "aten.t.default", "aten.expand.default", "aten.squeeze.dim", "aten.squeeze.dims",
+    "aten.squeeze.default", "aten.unsqueeze.default", "aten.slice.Tensor", "aten.select.int",
+    "aten.alias.default", "aten.clone.default", "aten.cat.default", "aten.stack.default",
+    "aten.index.Tensor", "aten.gather.default", "aten.index_select.default", "aten.flip.default",
+    "aten.roll.default", "aten.where.self", "aten.maximum.default", "aten.minimum.default",
+    "aten.amax.default", "aten.amin.default", "aten.max.dim", "aten.min.dim", "aten.max.default",
+    "aten.min.default", "aten.sort.default", "aten.sort.stable", "aten.topk.default",
+    "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor", "aten.abs.default",
+    "aten.split.Tensor", "aten.split_with_sizes.default", "aten.unbind.int", "aten.diagonal.default",
+    "aten.as_strided.default", "aten.unfold.default", "aten.repeat.default", "aten.tril.default",
+    "aten.triu.default", "aten.slice_scatter.default", "aten.select_scatter.default",
+}
+
+
 def _symbol_arg_attrs(placeholders) -> ir.ArrayAttr | None:
     """`lamina.symbol = "s0"` on each index argument that carries one symbol's value."""
     attrs, any_symbol = [], False
@@ -498,9 +529,9 @@ class FxImporter:
         out_node = next(n for n in g.nodes if n.op == "output")
         with self.ctx, ir.Location.unknown():
             module = ir.Module.create()
-            arg_types = [expected_type(p.meta["val"]) for p in placeholders]
+            arg_types = [storage_type(p.meta["val"]) for p in placeholders]
             outs = _flat_outputs(out_node)
-            result_types = [expected_type(o.meta["val"]) for o in outs
+            result_types = [storage_type(o.meta["val"]) for o in outs
                             if o is not None and isinstance(o.meta["val"], torch.Tensor)]
             with ir.InsertionPoint(module.body):
                 fn = func.FuncOp(self.name, ir.FunctionType.get(arg_types, result_types))
@@ -513,6 +544,10 @@ class FxImporter:
             for p, arg in zip(placeholders, block.arguments):
                 self.values[p] = arg
             with ir.InsertionPoint(block):
+                for p in placeholders:
+                    if _is_uint8(p.meta["val"]):
+                        with ir.Location.name(p.name):
+                            self.values[p] = aten_ops.uint8_from_storage(self.values[p])
                 for node in g.nodes:
                     if node.op in ("placeholder", "output"):
                         continue
@@ -528,7 +563,7 @@ class FxImporter:
                         specs.append(SizeOutput(S.dim_of(v)))
                         continue
                     specs.append(OutputSpec(v.dtype, tuple(S.dim_of(d) for d in v.shape), len(results)))
-                    results.append(self.values[o])
+                    results.append(aten_ops.uint8_to_storage(self.values[o]) if _is_uint8(v) else self.values[o])
                 with ir.Location.name("output"):
                     func.ReturnOp(results)
             if not module.operation.verify():
@@ -559,7 +594,7 @@ class FxImporter:
             raise LaminaImportError(f"{type(e).__name__}: {e}", node) from e
         if conv.quantized != "gives":
             self._check(node, result)
-        return result
+        return _wrap_uint8(node, result, aten_ops)
 
     def _check(self, node, result):
         val = node.meta.get("val")
@@ -582,6 +617,19 @@ class FxImporter:
                 raise LaminaImportError(
                     f"lamina result type {got} differs from torch's {want} "
                     f"(shape {list(v.shape)}, dtype {v.dtype})", node)
+
+
+def _wrap_uint8(node, result, aten_ops):
+    """`& 255` after each uint8 result of an op that can leave 0..255 (types.py)."""
+    val = node.meta.get("val")
+    if _target_name(node) in _UINT8_CLOSED:
+        return result
+    if _is_uint8(val) and isinstance(result, ir.Value):
+        return aten_ops.wrap_uint8(result)
+    if isinstance(val, (list, tuple)) and isinstance(result, (list, tuple)) and any(_is_uint8(v) for v in val):
+        return type(result)(aten_ops.wrap_uint8(r) if _is_uint8(v) and isinstance(r, ir.Value) else r
+                            for v, r in zip(val, result))
+    return result
 
 
 class _SymbolLookup(dict):

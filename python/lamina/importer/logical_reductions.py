@@ -13,11 +13,19 @@ def _count_reduce(x, dims, keepdim: bool, want_any: bool, result_type):
     zero = constant(False if T.is_bool(elem(x)) else 0, elem(x))
     hits = ops.ne(x, zero) if want_any else ops.eq(x, zero)
     if rank(x) == 0:
-        return hits if want_any else ops.logical_not(hits)
+        out = hits if want_any else ops.logical_not(hits)
+        return _as_result(out, result_type)
     counts = ops.cast(hits, result_type=T.with_element_type(hits.type, T.element_type("i64")))
     total = ops.reduce_sum(counts, dims=norm_dims(dims, rank(x)), keepdim=bool(keepdim))
     none = constant(0, "i64")
     out = ops.ne(total, none) if want_any else ops.eq(total, none)
+    return _as_result(out, result_type)
+
+
+def _as_result(out, result_type):
+    """The bool answer in torch's result type: uint8 inputs give uint8 (0 / 1)."""
+    if elem(out) != result_type.element_type:
+        out = ops.cast(out, result_type=T.with_element_type(out.type, result_type.element_type))
     return out if out.type == result_type else ops.reshape(out, result_type=result_type)
 
 

@@ -37,7 +37,7 @@ def _sort_dim(node, x):
 
 def _sortable(node) -> str | None:
     x = node.args[0].meta.get("val") if node.args else None
-    if isinstance(x, torch.Tensor) and x.dtype in (torch.uint8, torch.complex64, torch.complex128):
+    if isinstance(x, torch.Tensor) and x.dtype in (torch.complex64, torch.complex128):
         return f"sorting {x.dtype} values (not supported yet)"
     if isinstance(x, torch.Tensor) and any(not isinstance(s, int) for s in x.shape):
         return "sorting a tensor of symbolic shape (not supported yet)"
@@ -182,8 +182,8 @@ def _search_check(node) -> str | None:
     if _arg(node, "sorter") is not None:
         return "searchsorted with a sorter (not supported yet)"
     vals = [a.meta.get("val") for a in node.args[:2] if isinstance(a, torch.fx.Node)]
-    if any(v.dtype in (torch.uint8, torch.bool) or v.is_complex() for v in vals if isinstance(v, torch.Tensor)):
-        return "searching uint8, bool or complex values (not supported yet)"
+    if any(v.dtype == torch.bool or v.is_complex() for v in vals if isinstance(v, torch.Tensor)):
+        return "searching bool or complex values (not supported yet)"
     return None
 
 

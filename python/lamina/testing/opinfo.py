@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass
 
 import torch
+import torch.utils._pytree as pytree
 
 # Random or uninitialized results cannot be compared with eager's.
 NONDETERMINISTIC = ("rand", "bernoulli", "normal", "uniform", "multinomial", "dropout", "empty", "cauchy",
@@ -38,11 +39,13 @@ def _tensors_only(out) -> bool:
 
 
 def _samples(opinfo, dtype, limit):
-    """Up to `limit` samples (None: all) whose input is a tensor; [] when the generator fails."""
+    """Up to `limit` samples (None: all); [] when the generator fails. A sample's input may be
+    a tensor, a sequence of tensors (cat, stack, einsum) or no tensor at all (arange, full:
+    a graph of constants)."""
     out = []
     try:
         for sample in opinfo.sample_inputs("cpu", dtype, requires_grad=False):
-            if isinstance(sample.input, torch.Tensor):
+            if isinstance(sample.input, (torch.Tensor, list, tuple, int, float, bool, torch.Size)):
                 out.append(sample)
                 if limit is not None and len(out) >= limit:
                     break
@@ -91,15 +94,17 @@ def _same_values_at(name, sample, got_idx, want_idx) -> bool:
 def _run_one(name, opinfo, sample) -> OpResult:
     import lamina.backend as lb
 
-    args, kwargs = list(sample.args), dict(sample.kwargs)
-    tensors = [sample.input] + [a for a in args if isinstance(a, torch.Tensor)]
-    slots = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    # every tensor of the sample (input, args, kwargs, inside lists too) is a graph input
+    leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    tensors = [leaves[i] for i in slots]
 
-    def fn(x, *ts):
-        call_args = list(args)
+    def fn(*ts):
+        call = list(leaves)
         for i, t in zip(slots, ts):
-            call_args[i] = t
-        return opinfo.op(x, *call_args, **kwargs)
+            call[i] = t
+        x, args, kwargs = pytree.tree_unflatten(call, spec)
+        return opinfo.op(x, *args, **kwargs)
 
     try:
         expected = fn(*tensors)

@@ -85,3 +85,26 @@ def test_ops_with_effect_tokens_fall_back_without_crashing():
         warnings.simplefilter("ignore")
         out = torch.compile(lambda x: torch.linalg.inv(x) * 2, backend="lamina")(x)
     torch.testing.assert_close(out, torch.linalg.inv(x) * 2)
+
+
+def test_a_graph_that_needs_a_tensor_value_to_trace_runs_eagerly_and_says_so(monkeypatch):
+    """narrow with a tensor start: AOTAutograd cannot trace it to ATen (the start's value
+    decides the shape). The graph runs eagerly with one fallback warning and a report entry,
+    not dynamo's backend-failure traceback; strict names the user's line."""
+    monkeypatch.delenv("LAMINA_STRICT", raising=False)
+    fn = lambda x, start: torch.narrow(x, 1, start, 2) * 2   # noqa: E731
+    x, start = torch.randn(4, 5), torch.tensor(1)
+    torch._dynamo.reset()
+    lamina.backend.clear_reports()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(fn, backend="lamina")(x, start)
+    torch.testing.assert_close(out, fn(x, start))
+    fallback = [w for w in caught if issubclass(w.category, LaminaFallbackWarning)]
+    assert len(fallback) == 1 and "narrow" in str(fallback[0].message)
+    record = lamina.backend.last_report()
+    assert "narrow" in record["fallback_ops"] and record["fallback_reason"].startswith("data-dependent")
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as info:
+        torch.compile(fn, backend="lamina", options={"strict": True})(x, start)
+    assert "needs a tensor's value" in str(info.value) and "test_fallback.py" in str(info.value)

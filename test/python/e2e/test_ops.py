@@ -223,6 +223,22 @@ case("shift[int]", lambda a, s, b8, i32: (a << s, a >> s, a << 3, a >> 2, torch.
                                          b8 >> 9, i32 << 5, torch.bitwise_right_shift(i32, 70)),
      randint(-1000, 1000, 4, 6), randint(-3, 70, 4, 6, seed=1), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2),
      randint(-9, 9, 6, dtype=torch.int32, seed=3))
+# uint8 (dialect/types.py: i16 values 0..255, i8 bytes in memory): wrap-around arithmetic,
+# promotion with int8 and float, shifts, division, comparisons, reductions, conversions, eye
+_U8 = randint(0, 256, 4, 6, dtype=torch.uint8)
+_U8B = randint(1, 256, 4, 6, dtype=torch.uint8, seed=1)
+case("uint8[arith]", lambda a, b, s8: (a + b, a - b, a * b, -a, ~a, a // b, a % b, a << 3, a >> 2, a > b,
+                                       a + s8, (a & b) | 3, a ^ 200, a ** 2, a.clamp(10, 200), a.t() + 7),
+     _U8, _U8B, randint(-100, 100, 4, 6, dtype=torch.int8, seed=2))
+case("uint8[convert_reduce]", lambda a, x, s8: (a.float() / 255, (x * 255).to(torch.uint8), a.to(torch.int8),
+                                                 s8.to(torch.uint8), a.sum(), a.sum(1, dtype=torch.uint8),
+                                                 a.amax(0), a.argmax(1), a.cumsum(1), a.sort(1)[0],
+                                                 torch.eye(3, 5, dtype=torch.uint8), torch.eye(4), a.abs(),
+                                                 a.any(1), a.all(), torch.index_select(a[0, 0], 0, a[0, :1].long() * 0)),
+     _U8, torch.rand(4, 6, generator=g(3)), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2))
+case("uint8[image]", lambda img: ((img.permute(2, 0, 1).float() / 255 - 0.5) / 0.25, img.flip(0),
+                                  img[:, ::2].contiguous(), torch.where(img > 128, img, 255 - img)),
+     randint(0, 256, 5, 4, 3, dtype=torch.uint8, seed=4))
 # elu / selu / celu (importer/activations.py) and linalg_vector_norm for every p (importer/norms.py)
 case("activation[elu_selu_celu]", lambda x: (F.elu(x), F.elu(x, 0.5), F.selu(x), F.celu(x, 1.5)), sliced(4, 6))
 case("norm[vector_norm]", lambda x: (torch.linalg.vector_norm(x, dim=1), torch.linalg.vector_norm(x),

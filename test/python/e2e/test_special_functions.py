@@ -1,5 +1,5 @@
 """Special and sign functions (lgamma, digamma, erfc, erfinv, atan2, hypot, copysign,
-signbit, ldexp), strict, against float64 eager: random values over several decades, the
+signbit, ldexp; Bessel i0/i1 and ndtri at the end), strict, against float64 eager: random values over several decades, the
 poles, +-0, +-inf, NaN and the branch boundaries of each composition (importer/
 special_functions.py). Runs on the cuda target too; erfc in float64 falls back (reported)."""
 from __future__ import annotations
@@ -55,3 +55,31 @@ def test_signbit_and_half_precision():
     ref = fn(x)
     assert torch.equal(out[0], ref[0]) and torch.equal(out[1], ref[1])
     torch.testing.assert_close(out[2], ref[2], equal_nan=True, rtol=1e-3, atol=1e-3)
+
+
+# Cephes series and rational approximations (importer/series_functions.py): the coefficients
+# torch's kernels use, so each matches eager in its own dtype (float32 overflows where eager's
+# does); the edges: +-0, the [0, 8] / (8, inf) switch, +-inf, NaN; ndtri's 0, 1, outside [0, 1]
+# and the exp(-2) switches of its three rational functions.
+P = torch.cat([torch.rand(400, generator=_G), torch.rand(100, generator=_G) ** 20,
+               torch.tensor([0.0, 1.0, -0.1, 1.1, 0.5, 0.13533528, 0.86466472, 1e-30, 1 - 1e-7, math.nan])])
+SERIES = [("i0", torch.i0, X), ("i0e", torch.special.i0e, X), ("i1", torch.special.i1, X),
+          ("i1e", torch.special.i1e, X), ("modified_bessel_i0", torch.special.modified_bessel_i0, X),
+          ("modified_bessel_i1", torch.special.modified_bessel_i1, X), ("ndtri", torch.special.ndtri, P)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=["f32", "f64", "bf16"])
+@pytest.mark.parametrize("name,fn,x", SERIES, ids=[c[0] for c in SERIES])
+def test_series_functions_match_eager(name, fn, x, dtype):
+    x = x.to(dtype)
+    try:
+        want = fn(x)
+    except NotImplementedError:
+        pytest.skip(f"eager has no {dtype} {name}")
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(x)
+    # (bf16: computed in float32 and rounded, as eager; its vector kernel may differ by an ulp)
+    tol = {torch.float32: dict(rtol=1e-5, atol=1e-30), torch.float64: dict(rtol=1e-12, atol=1e-300),
+           torch.bfloat16: dict(rtol=2e-2, atol=1e-30)}[dtype]
+    assert out.dtype == want.dtype
+    torch.testing.assert_close(out, want, equal_nan=True, **tol)

@@ -1,0 +1,169 @@
+"""Special functions from Cephes' series and rational approximations (the coefficients
+torch's own kernels use, so results agree to the last bits), composed of lamina ops like
+special_functions.py: both targets get them with no new lowering. Computed in the result's
+float type (f16/bf16 in f32); every branch is evaluated and the right one selected.
+
+    i0e(x), i1e(x)   Chebyshev series on [0, 8] in x/2 - 2 and on (8, inf) in 32/x - 2 (Clenshaw);
+                     i0(x) = exp|x| i0e(x), i1(x) = exp|x| i1e(x), in torch's order (i0(inf) = NaN)
+    ndtri(p)         the inverse of the normal CDF: a rational function of p - 1/2 in the middle,
+                     of 1/sqrt(-2 log p) in the tails; 0 -> -inf, 1 -> inf, outside [0, 1] NaN
+"""
+from __future__ import annotations
+
+import math
+
+from ..dialect import ops
+from .aten_ops import cast, register
+from .special_functions import _c, _compute_type, _poly
+
+# exp(-x) I0(x) on [0, 8], then exp(-x) sqrt(x) I0(x) on (8, inf): Chebyshev coefficients,
+# highest order first (Cephes i0.c)
+_I0E_A = [-4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
+          1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+          -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
+          9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+          -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
+          1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+          -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
+          1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+          -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
+          1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1]
+_I0E_B = [-7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
+          3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+          1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
+          -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
+          7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
+          -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
+          3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
+          2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
+          8.04490411014108831608E-1]
+# exp(-x) I1(x) / x on [0, 8], exp(-x) sqrt(x) I1(x) on (8, inf) (Cephes i1.c); float32 uses
+# the last 17 and 7 terms (the others are below its precision), as torch's float kernel
+_I1E_A = [2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
+          -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
+          3.22379336594557470981E-13, -1.98397439776494371520E-12, 1.17361862988909016308E-11,
+          -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
+          9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
+          -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
+          4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
+          -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
+          2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
+          -1.76416518357834055153E-1, 2.52587186443633654823E-1]
+_I1E_B = [7.51729631084210481353E-18, 4.41434832307170791151E-18, -4.65030536848935832153E-17,
+          -3.20952592199342395980E-17, 2.96262899764595013876E-16, 3.30820231092092828324E-16,
+          -1.88035477551078244854E-15, -3.81440307243700780478E-15, 1.04202769841288027642E-14,
+          4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
+          -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
+          3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
+          -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
+          -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
+          7.78576235018280120474E-1]
+_F32_TERMS = {"i1e_a": 17, "i1e_b": 7}
+
+
+def _chbevl(t, coefficients, et):
+    """sum' c_k T_k(t/2) by Clenshaw's recurrence (Cephes chbevl: coefficients highest first)."""
+    b0, b1, b2 = _c(coefficients[0], et), _c(0.0, et), None
+    for c in coefficients[1:]:
+        b2, b1 = b1, b0
+        b0 = ops.add(ops.sub(ops.mul(t, b1), b2), _c(c, et))
+    return ops.mul(_c(0.5, et), ops.sub(b0, b2))
+
+
+def _scaled_bessel(x, a, b, et):
+    """exp(-|x|) I(|x|) from the two Chebyshev series (times |x| inside [0, 8] for I1, whose
+    series there is of I1(x) / x): (value, |x|)."""
+    ax = ops.abs(x)
+    small = ops.le(ax, _c(8.0, et))
+    inner = _chbevl(ops.sub(ops.div(ax, _c(2.0, et)), _c(2.0, et)), a, et)
+    outer = ops.div(_chbevl(ops.sub(ops.div(_c(32.0, et), ax), _c(2.0, et)), b, et), ops.sqrt(ax))
+    return small, inner, outer, ax
+
+
+def _tables(name, et):
+    a, b = (_I0E_A, _I0E_B) if name == "i0" else (_I1E_A, _I1E_B)
+    if str(et) == "f32" and name == "i1":
+        a, b = a[-_F32_TERMS["i1e_a"]:], b[-_F32_TERMS["i1e_b"]:]
+    return a, b
+
+
+def _bessel(order: str, scaled: bool):
+    def conv(imp, node, a):
+        want, et = _compute_type(node)
+        x = cast(a.self, et)
+        ta, tb = _tables(order, et)
+        small, inner, outer, ax = _scaled_bessel(x, ta, tb, et)
+        if order == "i1":
+            inner = ops.mul(inner, ax)
+        if scaled:
+            y = ops.where(small, inner, outer)
+        else:   # exp|x| times the series, in torch's order (exp(x) * series / sqrt(x))
+            e = ops.exp(ax)
+            big = _chbevl(ops.sub(ops.div(_c(32.0, et), ax), _c(2.0, et)), tb, et)
+            y = ops.where(small, ops.mul(e, inner), ops.div(ops.mul(e, big), ops.sqrt(ax)))
+        if order == "i1":   # odd
+            y = ops.where(ops.lt(x, _c(0.0, et)), ops.neg(y), y)
+        return cast(y, want)
+    return conv
+
+
+register("aten.i0.default", "aten.special_modified_bessel_i0.default")(_bessel("i0", scaled=False))
+register("aten.special_i0e.default")(_bessel("i0", scaled=True))
+register("aten.special_i1.default", "aten.special_modified_bessel_i1.default")(_bessel("i1", scaled=False))
+register("aten.special_i1e.default")(_bessel("i1", scaled=True))
+
+
+# ---- ndtri (Cephes ndtri.c) ---------------------------------------------------------------------
+
+_NDTRI_P0 = [-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+             1.39312609387279679503E1, -1.23916583867381258016E0]
+_NDTRI_Q0 = [1.0, 1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+             -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+             1.59056225126211695515E1, -1.18331621121330003142E0]
+_NDTRI_P1 = [4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+             4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+             -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4]
+_NDTRI_Q1 = [1.0, 1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+             1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+             -3.80806407691578277194E-2, -9.33259480895457427372E-4]
+_NDTRI_P2 = [3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+             1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+             3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9]
+_NDTRI_Q2 = [1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+             2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+             2.89247864745380683936E-6, 6.79019408009981274425E-9]
+_EXP_M2 = 0.13533528323661269189   # exp(-2): the middle range's edge
+
+
+def _polevl(t, coefficients, et):
+    """Cephes polevl: coefficients highest power first."""
+    return _poly(t, list(reversed(coefficients)), et)
+
+
+@register("aten.special_ndtri.default")
+def _ndtri(imp, node, a):
+    want, et = _compute_type(node)
+    p = cast(a.self, et)
+    one = _c(1.0, et)
+    upper = ops.gt(p, _c(1.0 - _EXP_M2, et))
+    y = ops.where(upper, ops.sub(one, p), p)
+    # middle: |p - 1/2| < 1/2 - exp(-2)
+    m = ops.sub(y, _c(0.5, et))
+    m2 = ops.mul(m, m)
+    middle = ops.mul(ops.add(m, ops.mul(m, ops.div(ops.mul(m2, _polevl(m2, _NDTRI_P0, et)),
+                                                    _polevl(m2, _NDTRI_Q0, et)))),
+                     _c(math.sqrt(2 * math.pi), et))
+    # tails: x = sqrt(-2 log y)
+    x = ops.sqrt(ops.mul(_c(-2.0, et), ops.log(y)))
+    x0 = ops.sub(x, ops.div(ops.log(x), x))
+    z = ops.div(one, x)
+    near = ops.div(ops.mul(z, _polevl(z, _NDTRI_P1, et)), _polevl(z, _NDTRI_Q1, et))
+    far = ops.div(ops.mul(z, _polevl(z, _NDTRI_P2, et)), _polevl(z, _NDTRI_Q2, et))
+    tail = ops.sub(x0, ops.where(ops.lt(x, _c(8.0, et)), near, far))
+    tail = ops.where(upper, tail, ops.neg(tail))
+    out = ops.where(ops.gt(y, _c(_EXP_M2, et)), middle, tail)
+    out = ops.where(ops.eq(p, _c(0.0, et)), _c(-math.inf, et), out)
+    out = ops.where(ops.eq(p, one), _c(math.inf, et), out)
+    outside = ops.logical_or(ops.lt(p, _c(0.0, et)), ops.gt(p, one))
+    out = ops.where(ops.logical_or(outside, ops.ne(p, p)), _c(math.nan, et), out)
+    return cast(out, want)
