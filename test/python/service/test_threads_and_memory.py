@@ -100,6 +100,7 @@ def test_resident_memory_stays_flat_over_ten_thousand_calls():
 
 
 def test_dropping_a_compiled_model_releases_its_code():
+    torch._dynamo.reset()   # (earlier tests' graphs in this process, released now, not mid-test)
     gc.collect()
     base = shared_object.loaded_libraries()
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())
