@@ -4,7 +4,8 @@ fixes where its reference differs from eager.
     linspace (integer dtype): eager converts start and end to the result's dtype first
         (4.3 -> 4) and steps in double; torch's reference keeps them as given and steps in
         the default float dtype, so its values differ (OpInfo's linspace.tensor_overload)
-    addbmm, angle: not in torch's table (ATen kernels); composed of ops lamina compiles
+    addbmm, angle, mode, histc, pdist: not in torch's table (ATen kernels); composed of ops
+        lamina compiles
 """
 from __future__ import annotations
 
@@ -52,7 +53,56 @@ def _angle(x):
     return torch.where(torch.isnan(x), x.to(out.dtype), out) if x.is_floating_point() else out
 
 
+def _mode(x, dim=-1, keepdim=False):
+    """The most frequent value along dim (the smallest among equally frequent ones) and the
+    last position holding it, as ATen's CPU kernel: counts of equal pairs (an n x n compare,
+    fused into one reduction), then two row reductions."""
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    d = dim % x.dim()
+    work = x.to(torch.int64) if x.dtype == torch.bool else x
+    rows = work.movedim(d, -1)
+    counts = (rows.unsqueeze(-1) == rows.unsqueeze(-2)).sum(-1)
+    best = counts.amax(-1, keepdim=True)
+    top = torch.finfo(rows.dtype).max if rows.is_floating_point() else torch.iinfo(rows.dtype).max
+    values = torch.where(counts == best, rows, torch.full_like(rows, top)).amin(-1, keepdim=True)
+    positions = torch.arange(rows.shape[-1], device=x.device)
+    indices = torch.where(rows == values, positions, -1).amax(-1, keepdim=True)
+    values, indices = values.movedim(-1, d), indices.movedim(-1, d)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return values.to(x.dtype), indices
+
+
+def _histc(x, bins=100, min=0, max=0):
+    """Counts of x in `bins` equal bins over [min, max] (the data's range when both are 0;
+    widened by 1 each way when it is one point), the top edge in the last bin, values
+    outside ignored: a scatter-add of ones."""
+    flat = x.reshape(-1)
+    if min == max and flat.numel() > 0:
+        lo, hi = flat.amin(), flat.amax()
+    else:
+        lo = torch.full((), float(min), dtype=x.dtype, device=x.device)
+        hi = torch.full((), float(max), dtype=x.dtype, device=x.device)
+    same = lo == hi
+    lo, hi = torch.where(same, lo - 1, lo), torch.where(same, hi + 1, hi)
+    inside = (flat >= lo) & (flat <= hi)
+    position = ((flat - lo) * bins / (hi - lo)).to(torch.int64).clamp(0, bins - 1)
+    position = torch.where(inside, position, 0)
+    return torch.zeros(bins, dtype=x.dtype, device=x.device).scatter_add(0, position, inside.to(x.dtype))
+
+
+def _pdist(x, p=2.0):
+    """The p-norm distances of x's rows i < j, in row-major order of the pairs."""
+    n = x.shape[0]
+    i, j = torch.triu_indices(n, n, 1, device=x.device)
+    return torch.linalg.vector_norm(x[i] - x[j], ord=p, dim=-1)
+
+
 _OVERRIDES = {
+    aten._pdist_forward.default: _pdist,
+    aten.mode.default: _mode,
+    aten.histc.default: _histc,
     aten.addbmm.default: _addbmm,
     aten.angle.default: _angle,
     aten.linspace.default: _linspace,

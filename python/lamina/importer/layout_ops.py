@@ -11,7 +11,7 @@ import torch
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import constant, elem, meta_type, rank, register, shape, slice_, static_dims
+from .aten_ops import _static_args, constant, elem, meta_type, rank, register, shape, slice_, static_dims
 
 
 def _flip_dims(node, x):
@@ -158,3 +158,22 @@ def _unfold(imp, node, a):
     r = rank(y)
     perm = [i for i in range(r) if i != d + 1] + [d + 1]
     return ops.transpose(y, perm=perm) if perm != list(range(r)) else y
+
+
+def _triangle_indices(lower: bool):
+    """triu_indices / tril_indices of static sizes: a constant [2, n] table (row-major pairs,
+    torch's order)."""
+    def conv(imp, node, a):
+        import numpy as np
+
+        from .aten_ops import constant_from_array
+
+        row, col, offset = a.row, a.col, a.get("offset", 0)
+        rows, cols = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
+        table = np.stack([rows, cols]).astype(np.int64).reshape(2, -1)
+        return constant_from_array(table, meta_type(node).element_type)
+    return conv
+
+
+register("aten.triu_indices.default", check=_static_args("row", "col", "offset"))(_triangle_indices(lower=False))
+register("aten.tril_indices.default", check=_static_args("row", "col", "offset"))(_triangle_indices(lower=True))

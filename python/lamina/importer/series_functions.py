@@ -7,6 +7,7 @@ float type (f16/bf16 in f32); every branch is evaluated and the right one select
                      i0(x) = exp|x| i0e(x), i1(x) = exp|x| i1e(x), in torch's order (i0(inf) = NaN)
     ndtri(p)         the inverse of the normal CDF: a rational function of p - 1/2 in the middle,
                      of 1/sqrt(-2 log p) in the tails; 0 -> -inf, 1 -> inf, outside [0, 1] NaN
+    spherical_bessel_j0(x)   sin(x) / x, its Taylor series below |x| = 1/2
 """
 from __future__ import annotations
 
@@ -167,3 +168,18 @@ def _ndtri(imp, node, a):
     outside = ops.logical_or(ops.lt(p, _c(0.0, et)), ops.gt(p, one))
     out = ops.where(ops.logical_or(outside, ops.ne(p, p)), _c(math.nan, et), out)
     return cast(out, want)
+
+
+# ---- spherical_bessel_j0 ------------------------------------------------------------------------
+
+@register("aten.special_spherical_bessel_j0.default")
+def _spherical_bessel_j0(imp, node, a):
+    """sin(x) / x; below |x| = 1/2 its Taylor series (sum (-1)^k x^2k / (2k + 1)!, to x^12),
+    exact at 0; 0 at +-inf, as eager."""
+    want, et = _compute_type(node)
+    x = cast(a.x, et)
+    x2 = ops.mul(x, x)
+    series = _poly(x2, [(-1) ** k / math.factorial(2 * k + 1) for k in range(7)], et)
+    y = ops.where(ops.lt(ops.abs(x), _c(0.5, et)), series, ops.div(ops.sin(x), x))
+    y = ops.where(ops.eq(ops.abs(x), _c(math.inf, et)), _c(0.0, et), y)
+    return cast(y, want)

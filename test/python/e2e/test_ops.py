@@ -9,6 +9,7 @@ least one kernel. A case id names the family, the ops and the input shapes.
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 
@@ -239,6 +240,18 @@ case("uint8[convert_reduce]", lambda a, x, s8: (a.float() / 255, (x * 255).to(to
 case("uint8[image]", lambda img: ((img.permute(2, 0, 1).float() / 255 - 0.5) / 0.25, img.flip(0),
                                   img[:, ::2].contiguous(), torch.where(img > 128, img, 255 - img)),
      randint(0, 256, 5, 4, 3, dtype=torch.uint8, seed=4))
+# mode (the smallest most frequent value, its last position) and histc (data range, given
+# range, values outside, the top edge): decompositions in backend/decompositions.py
+# (mode on the cuda target: its count-then-select rows are nested reductions in one fused
+# kernel, which the Triton emitter does not split yet: it falls back there, reported)
+case("histc", lambda x: (torch.histc(x, 7), torch.histc(x, 4, min=0.5, max=2), torch.histc(x[:, :1] * 0 + 1, 3)),
+     randint(0, 4, 5, 9, seed=5).float())
+# pdist (the upper triangle's pairs: triu_indices, a constant table) for several p, one row
+case("pdist_triangles", lambda x: (F.pdist(x), F.pdist(x, 1), F.pdist(x, float("inf")), F.pdist(x[:1]),
+                                   torch.triu_indices(4, 5, 1), torch.tril_indices(3, 3, -1)), randn(6, 5, seed=7))
+if os.environ.get("LAMINA_TARGET") != "cuda":
+    case("mode", lambda x, i: (torch.mode(x, 1), torch.mode(i, 0, keepdim=True), torch.mode(x[0])),
+         randint(0, 4, 5, 9, seed=5).float(), randint(-2, 3, 6, 4, seed=6))
 # elu / selu / celu (importer/activations.py) and linalg_vector_norm for every p (importer/norms.py)
 case("activation[elu_selu_celu]", lambda x: (F.elu(x), F.elu(x, 0.5), F.selu(x), F.celu(x, 1.5)), sliced(4, 6))
 case("norm[vector_norm]", lambda x: (torch.linalg.vector_norm(x, dim=1), torch.linalg.vector_norm(x),
