@@ -150,6 +150,9 @@ llvm.func @{sym}({args}) {{
         decl.operation.erase()
 
 
+_LLVM_LIBCALLS = ("__truncsfbf2", "__truncdfbf2", "__truncsfhf2", "__truncdfhf2", "__extendhfsf2")
+
+
 def _placeholder_address() -> ctypes.c_void_p:
     global _PLACEHOLDER
     if _PLACEHOLDER is None:
@@ -175,6 +178,10 @@ def export(module: ir.Module, libraries: Sequence[str], callbacks: Sequence[str]
     add_callback_slots(module, callbacks)
     process = ctypes.CDLL(None)
     missing = [sym for sym, _ in _external_declarations(module) if not hasattr(process, sym)]
+    # conversions LLVM itself turns into compiler-rt calls (int -> bf16 is sitofp to f32 and
+    # __truncsfbf2): never declared in the module, resolved by the shared object's libraries
+    # (libmlir_float16_utils), which this process (a compile worker) may not have loaded
+    missing += [sym for sym in _LLVM_LIBCALLS if sym not in missing and not hasattr(process, sym)]
     engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=[], enable_object_dump=True, enable_pic=True)
     for sym in missing:   # resolved by the loader in the user's process, never called here
         engine.raw_register_runtime(sym, _placeholder_address())

@@ -108,7 +108,9 @@ def _scalar_attr(value, et: ir.Type) -> ir.Attribute:
         return ir.FloatAttr.get(et, float(value))
     if T.is_bool(et):
         return ir.IntegerAttr.get(et, 1 if value else 0)
-    return ir.IntegerAttr.get(et, int(value))
+    width = ir.IntegerType(et).width
+    wrapped = (int(value) + (1 << (width - 1))) % (1 << width) - (1 << (width - 1))
+    return ir.IntegerAttr.get(et, wrapped)   # (out of range: torch's conversion wraps too)
 
 
 def constant(value, et: ir.Type | str, shp=()) -> ir.Value:
@@ -123,14 +125,15 @@ def constant(value, et: ir.Type | str, shp=()) -> ir.Value:
 
 
 def scalar_elem(value, like: ir.Type | None = None) -> ir.Type:
-    """Element type of a Python scalar operand: bool -> i1, int -> i64, float -> f32,
-    or the other operand's float type (so promotion matches torch). With an f16/bf16
-    operand the scalar stays f32: torch computes such ops in f32 with the scalar unrounded
-    (a rank-0 f32 constant does not change the f16/bf16 result type)."""
+    """Element type of a Python scalar operand: bool -> i1, int -> i64 (the other operand's
+    integer type: a Python int never widens a tensor, 0-d ones included), float -> f32, or
+    the other operand's float type (so promotion matches torch). With an f16/bf16 operand
+    the scalar stays f32: torch computes such ops in f32 with the scalar unrounded (a
+    rank-0 f32 constant does not change the f16/bf16 result type)."""
     if isinstance(value, bool):
         return T.element_type("i1")
     if isinstance(value, int):
-        return T.element_type("i64")
+        return like if like is not None and T.is_integer(like) else T.element_type("i64")
     if like is not None and T.is_float(like) and str(like) not in ("f16", "bf16"):
         return like
     return T.element_type("f32")

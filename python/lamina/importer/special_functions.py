@@ -6,7 +6,8 @@ f32), with eager's values at the special points (poles, +-0, +-inf, NaN):
                  - log(z (z+1) ... (z+7))), x < 0.5 by reflection log(pi / |sin(pi x)|) -
                  lgamma(1 - x) with sin(pi x) from x - round(x); poles (0, -1, ...) -> inf
     digamma(x)   the asymptotic series at w >= 10 (recurrence below), reflection
-                 psi(1 - x) - pi / tan(pi x); digamma(+-0) = -+inf, negative integers NaN
+                 psi(1 - x) - pi / tan(pi x); digamma(+-0) = -+inf, negative integers NaN;
+                 polygamma(0, x) too (higher orders: not yet)
     erfc(x)      1 - erf(x) for x < 0.5 (no cancellation there), else Numerical Recipes'
                  erfcc fit t exp(-x^2 + P(t)) (relative error < 1.2e-7: float32 and below)
     erfinv(y)    Giles' single-precision polynomials, then Newton steps on erf (two in
@@ -110,10 +111,24 @@ def _digamma_positive(z, et):
     return ops.sub(ops.add(ops.sub(ops.log(w), ops.mul(_c(0.5, et), inv)), series), shift)
 
 
+def _polygamma_check(node):
+    n = node.args[0] if node.args else node.kwargs.get("n")
+    return None if n == 0 else f"polygamma of order {n} (lamina has order 0, digamma)"
+
+
+@register("aten.polygamma.default", check=_polygamma_check)
+def _polygamma(imp, node, a):
+    return _digamma_of(node, a.self)
+
+
 @register("aten.digamma.default")
 def _digamma(imp, node, a):
+    return _digamma_of(node, a.self)
+
+
+def _digamma_of(node, value):
     want, et = _compute_type(node)
-    x = cast(a.self, et)
+    x = cast(value, et)
     reflect = ops.lt(x, _c(0.5, et))
     z = ops.where(reflect, ops.sub(_c(1.0, et), x), x)
     positive = _digamma_positive(z, et)

@@ -252,6 +252,13 @@ case("pdist_triangles", lambda x: (F.pdist(x), F.pdist(x, 1), F.pdist(x, float("
 if os.environ.get("LAMINA_TARGET") != "cuda":
     case("mode", lambda x, i: (torch.mode(x, 1), torch.mode(i, 0, keepdim=True), torch.mode(x[0])),
          randint(0, 4, 5, 9, seed=5).float(), randint(-2, 3, 6, 4, seed=6))
+# integer, bool and float64 -> bf16 / f16 (LLVM lowers some through compiler-rt's
+# __truncsfbf2: resolved by the compile worker's link, codegen/shared_object.py)
+case("convert[to_half]", lambda i, u, b, d: (i.bfloat16(), i.half(), u.bfloat16(), b.bfloat16(), b.half(),
+                                             d.bfloat16(), d.half(), i.int().bfloat16()),
+     torch.cat([randint(-300, 300, 40), torch.tensor([2**24 + 1, 2**31 - 1, 2**40 + 3, 257])]),
+     randint(0, 256, 9, dtype=torch.uint8), randn(7) > 0, randn(9, dtype=torch.float64) * 1e3,
+     tol=dict(rtol=8e-3, atol=0))   # (one bf16 ulp: Triton's interpreter rounds f32 -> bf16 its own way)
 # elu / selu / celu (importer/activations.py) and linalg_vector_norm for every p (importer/norms.py)
 case("activation[elu_selu_celu]", lambda x: (F.elu(x), F.elu(x, 0.5), F.selu(x), F.celu(x, 1.5)), sliced(4, 6))
 case("norm[vector_norm]", lambda x: (torch.linalg.vector_norm(x, dim=1), torch.linalg.vector_norm(x),

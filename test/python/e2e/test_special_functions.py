@@ -23,7 +23,7 @@ Y2 = torch.cat([torch.randn(200, generator=_G) * 3, torch.tensor(_EDGE_Y)])
 X2 = torch.cat([torch.randn(200, generator=_G) * 3, torch.tensor(_EDGE_X)])
 E = torch.randint(-20, 20, X.shape, generator=_G)
 
-CASES = [("lgamma", torch.lgamma, (X,)), ("digamma", torch.digamma, (X,)), ("erfc", torch.special.erfc, (X,)),
+CASES = [("lgamma", torch.lgamma, (X,)), ("digamma", torch.digamma, (X,)), ("polygamma0", lambda x: torch.polygamma(0, x), (X,)), ("erfc", torch.special.erfc, (X,)),
          ("erfinv", torch.erfinv, (U,)), ("atan2", torch.atan2, (Y2, X2)), ("hypot", torch.hypot, (Y2, X2)),
          ("copysign", torch.copysign, (Y2, X2)), ("ldexp", torch.ldexp, (X, E))]
 

@@ -751,6 +751,10 @@ class _ProgramBuilder:
             target = "i64" if rt == "index" else rt
             if _literal(args[0]):   # a Python number has no .to(): a typed constant
                 return self._typed_constant(args[0], str(op.operands[0].type), target)
+            if name in ("arith.sitofp", "arith.uitofp") and target in ("bf16", "f16"):
+                # through float32, as c10's Half/BFloat16 convert integers (and Triton's
+                # interpreter has no direct integer -> bf16 conversion)
+                return p.let(f"{args[0]}.to(tl.float32).to({_tl(target)})")
             return p.let(f"{args[0]}.to({_tl(target)})")
         if name == "arith.bitcast":
             return p.let(f"{args[0]}.to({_tl(rt)}, bitcast=True)")
