@@ -8,6 +8,8 @@ float type (f16/bf16 in f32); every branch is evaluated and the right one select
     ndtri(p)         the inverse of the normal CDF: a rational function of p - 1/2 in the middle,
                      of 1/sqrt(-2 log p) in the tails; 0 -> -inf, 1 -> inf, outside [0, 1] NaN
     spherical_bessel_j0(x)   sin(x) / x, its Taylor series below |x| = 1/2
+    bessel_j0/j1/y0/y1(x)    rational functions of x^2 up to 5 (j with its first two zeros
+                     factored out, y plus 2/pi log(x) j(x)), Hankel's asymptotic form above
 """
 from __future__ import annotations
 
@@ -183,3 +185,120 @@ def _spherical_bessel_j0(imp, node, a):
     y = ops.where(ops.lt(ops.abs(x), _c(0.5, et)), series, ops.div(ops.sin(x), x))
     y = ops.where(ops.eq(ops.abs(x), _c(math.inf, et)), _c(0.0, et), y)
     return cast(y, want)
+
+
+# ---- Bessel functions of the first and second kind, orders 0 and 1 (Cephes j0.c, j1.c) --------
+# |x| <= 5: rational functions of x^2 (j: with the first two zeros factored out; y: plus the
+# 2/pi log(x) j(x) term); above: Hankel's asymptotic form with rational amplitude and phase
+# corrections in 25 / x^2. Coefficients highest power first.
+
+_J0_PP = [7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e+00,
+          5.44725003058768775090e+00, 8.74716500199817011941e+00, 5.30324038235394892183e+00,
+          9.99999999999999997821e-01]
+_J0_PQ = [9.24408810558863637013e-04, 8.56288474354474431428e-02, 1.25352743901058953537e+00,
+          5.47097740330417105182e+00, 8.76190883237069594232e+00, 5.30605288235394617618e+00,
+          1.00000000000000000218e+00]
+_J0_QP = [-1.13663838898469149931e-02, -1.28252718670509318512e+00, -1.95539544257735972385e+01,
+          -9.32060152123768231369e+01, -1.77681167980488050595e+02, -1.47077505154951170175e+02,
+          -5.14105326766599330220e+01, -6.05014350600728481186e+00]
+_J0_QQ = [6.43178256118178023184e+01, 8.56430025976980587198e+02, 3.88240183605401609683e+03,
+          7.24046774195652478189e+03, 5.93072701187316984827e+03, 2.06209331660327847417e+03,
+          2.42005740240291393179e+02]
+_J0_RP = [-4.79443220978201773821e+09, 1.95617491946556577543e+12, -2.49248344360967716204e+14,
+          9.70862251047306323952e+15]
+_J0_RQ = [4.99563147152651017219e+02, 1.73785401676374683123e+05, 4.84409658339962045305e+07,
+          1.11855537045356834862e+10, 2.11277520115489217587e+12, 3.10518229857422583814e+14,
+          3.18121955943204943306e+16, 1.71086294081043136091e+18]
+_Y0_YP = [1.55924367855235737965e+04, -1.46639295903971606143e+07, 5.43526477051876500413e+09,
+          -9.82136065717911466409e+11, 8.75906394395366999549e+13, -3.46628303384729719441e+15,
+          4.42733268572569800351e+16, -1.84950800436986690637e+16]
+_Y0_YQ = [1.04128353664259848412e+03, 6.26107330137134956842e+05, 2.68919633393814121987e+08,
+          8.64002487103935000337e+10, 2.02979612750105546709e+13, 3.17157752842975028269e+15,
+          2.50596256172653059228e+17]
+_J1_PP = [7.62125616208173112003e-04, 7.31397056940917570436e-02, 1.12719608129684925192e+00,
+          5.11207951146807644818e+00, 8.42404590141772420927e+00, 5.21451598682361504063e+00,
+          1.00000000000000000254e+00]
+_J1_PQ = [5.71323128072548699714e-04, 6.88455908754495404082e-02, 1.10514232634061696926e+00,
+          5.07386386128601488557e+00, 8.39985554327604159757e+00, 5.20982848682361821619e+00,
+          9.99999999999999997461e-01]
+_J1_QP = [5.10862594750176621635e-02, 4.98213872951233449420e+00, 7.58238284132545283818e+01,
+          3.66779609360150777800e+02, 7.10856304998926107277e+02, 5.97489612400613639965e+02,
+          2.11688757100572135698e+02, 2.52070205858023719784e+01]
+_J1_QQ = [7.42373277035675149943e+01, 1.05644886038262816351e+03, 4.98641058337653607651e+03,
+          9.56231892404756170795e+03, 7.99704160447350683650e+03, 2.82619278517639096600e+03,
+          3.36093607810698293419e+02]
+_J1_RP = [-8.99971225705559398224e+08, 4.52228297998194034323e+11, -7.27494245221818276015e+13,
+          3.68295732863852883286e+15]
+_J1_RQ = [6.20836478118054335476e+02, 2.56987256757748830383e+05, 8.35146791431949253037e+07,
+          2.21511595479792499675e+10, 4.74914122079991414898e+12, 7.84369607876235854894e+14,
+          8.95222336184627338078e+16, 5.32278620332680085395e+18]
+_Y1_YP = [1.26320474790178026440e+09, -6.47355876379160291031e+11, 1.14509511541823727583e+14,
+          -8.12770255501325109621e+15, 2.02439475713594898196e+17, -7.78877196265950026825e+17]
+_Y1_YQ = [5.94301592346128195359e+02, 2.35564092943068577943e+05, 7.34811944459721705660e+07,
+          1.87601316108706159478e+10, 3.88231277496238566008e+12, 6.20557727146953693363e+14,
+          6.87141087355300489866e+16, 3.97270608116560655612e+18]
+_SQRT_2_OVER_PI = 0.797884560802865355879892119868763737
+_TWO_OVER_PI = 0.636619772367581343075535053490057448
+
+
+def _hankel(ax, order: int, second_kind: bool, et):
+    """The asymptotic form above 5: sqrt(2 / (pi x)) (P cos(xn) - 5/x Q sin(xn)) for J,
+    (P sin(xn) + 5/x Q cos(xn)) for Y, xn = x - (2 order + 1) pi / 4."""
+    pp, pq, qp, qq = (_J0_PP, _J0_PQ, _J0_QP, _J0_QQ) if order == 0 else (_J1_PP, _J1_PQ, _J1_QP, _J1_QQ)
+    w = ops.div(_c(25.0, et), ops.mul(ax, ax))
+    p = ops.div(_polevl(w, pp, et), _polevl(w, pq, et))
+    q = ops.mul(ops.div(_c(5.0, et), ax), ops.div(_polevl(w, qp, et), _polevl(w, qq, et)))
+    xn = ops.sub(ax, _c((2 * order + 1) * math.pi / 4, et))
+    c, s = ops.cos(xn), ops.sin(xn)
+    body = ops.add(ops.mul(p, s), ops.mul(q, c)) if second_kind else ops.sub(ops.mul(p, c), ops.mul(q, s))
+    return ops.div(ops.mul(body, _c(_SQRT_2_OVER_PI, et)), ops.sqrt(ax))
+
+
+def _j_near(ax, order: int, et):
+    z = ops.mul(ax, ax)
+    if order == 0:
+        r = ops.div(_polevl(z, _J0_RP, et), _polevl(z, _J0_RQ, et))
+        zeros = ops.mul(ops.sub(z, _c(5.78318596294678452118, et)), ops.sub(z, _c(3.04712623436620863991e+01, et)))
+        near = ops.mul(zeros, r)
+        return ops.where(ops.lt(ax, _c(1e-5, et)), ops.sub(_c(1.0, et), ops.div(z, _c(4.0, et))), near)
+    r = ops.div(_polevl(z, _J1_RP, et), _polevl(z, _J1_RQ, et))
+    zeros = ops.mul(ops.sub(z, _c(1.46819706421238932572e+01, et)), ops.sub(z, _c(4.92184563216946036703e+01, et)))
+    return ops.mul(ops.mul(r, ax), zeros)
+
+
+def _bessel_j(order: int):
+    def conv(imp, node, a):
+        want, et = _compute_type(node)
+        x = cast(a.self, et)
+        ax = ops.abs(x)
+        y = ops.where(ops.le(ax, _c(5.0, et)), _j_near(ax, order, et), _hankel(ax, order, False, et))
+        if order == 1:   # odd
+            y = ops.where(ops.lt(x, _c(0.0, et)), ops.neg(y), y)
+        return cast(y, want)
+    return conv
+
+
+def _bessel_y(order: int):
+    def conv(imp, node, a):
+        want, et = _compute_type(node)
+        x = cast(a.self, et)
+        z = ops.mul(x, x)
+        log_x = ops.log(x)
+        if order == 0:
+            near = ops.add(ops.div(_polevl(z, _Y0_YP, et), _polevl(z, _Y0_YQ, et)),
+                           ops.mul(ops.mul(_c(_TWO_OVER_PI, et), log_x), _j_near(x, 0, et)))
+        else:
+            near = ops.add(ops.mul(x, ops.div(_polevl(z, _Y1_YP, et), _polevl(z, _Y1_YQ, et))),
+                           ops.mul(_c(_TWO_OVER_PI, et),
+                                   ops.sub(ops.mul(_j_near(x, 1, et), log_x), ops.div(_c(1.0, et), x))))
+        y = ops.where(ops.le(x, _c(5.0, et)), near, _hankel(x, order, True, et))
+        y = ops.where(ops.eq(x, _c(0.0, et)), _c(-math.inf, et), y)
+        y = ops.where(ops.lt(x, _c(0.0, et)), _c(math.nan, et), y)
+        return cast(y, want)
+    return conv
+
+
+register("aten.special_bessel_j0.default")(_bessel_j(0))
+register("aten.special_bessel_j1.default")(_bessel_j(1))
+register("aten.special_bessel_y0.default")(_bessel_y(0))
+register("aten.special_bessel_y1.default")(_bessel_y(1))
