@@ -36,8 +36,8 @@ def f64_scalar_takes_tensor_type():
 # CHECK-LABEL: broadcast_promote
 # CHECK: func.func @broadcast_promote(%[[A:.*]]: tensor<4x1xi32>, %[[B:.*]]: tensor<5xf32>, %[[C:.*]]: tensor<i64>)
 # CHECK: "lamina.add"(%[[A]], %[[B]]) : (tensor<4x1xi32>, tensor<5xf32>) -> tensor<4x5xf32>
-# int tensor / int scalar is true division (f32)
-# CHECK: "lamina.div"(%[[A]], %{{.*}}) : (tensor<4x1xi32>, tensor<i64>) -> tensor<4x1xf32>
+# int tensor / int scalar is true division (f32); the Python int takes the tensor's type
+# CHECK: "lamina.div"(%[[A]], %{{.*}}) : (tensor<4x1xi32>, tensor<i32>) -> tensor<4x1xf32>
 # a rank-0 i64 tensor does not promote an i32 tensor
 # CHECK: "lamina.mul"(%[[A]], %[[C]]) : (tensor<4x1xi32>, tensor<i64>) -> tensor<4x1xi32>
 @run
