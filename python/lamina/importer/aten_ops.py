@@ -108,6 +108,8 @@ def _scalar_attr(value, et: ir.Type) -> ir.Attribute:
         return ir.FloatAttr.get(et, float(value))
     if T.is_bool(et):
         return ir.IntegerAttr.get(et, 1 if value else 0)
+    if isinstance(et, ir.IndexType):
+        return ir.IntegerAttr.get(et, int(value))
     width = ir.IntegerType(et).width
     wrapped = (int(value) + (1 << (width - 1))) % (1 << width) - (1 << (width - 1))
     return ir.IntegerAttr.get(et, wrapped)   # (out of range: torch's conversion wraps too)
