@@ -39,7 +39,7 @@ def _addbmm(self, batch1, batch2, *, beta=1, alpha=1):
     if alpha != 1:
         product = product * alpha
     if beta == 0:
-        return product.expand(n, p).clone() if product.shape != (n, p) else product
+        return product
     return (self if beta == 1 else self * beta) + product
 
 

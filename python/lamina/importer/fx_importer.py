@@ -622,7 +622,7 @@ class FxImporter:
 def _wrap_uint8(node, result, aten_ops):
     """`& 255` after each uint8 result of an op that can leave 0..255 (types.py)."""
     val = node.meta.get("val")
-    if _target_name(node) in _UINT8_CLOSED:
+    if not (_is_uint8(val) or isinstance(val, (list, tuple))) or _target_name(node) in _UINT8_CLOSED:
         return result
     if _is_uint8(val) and isinstance(result, ir.Value):
         return aten_ops.wrap_uint8(result)

@@ -11,7 +11,7 @@ import torch
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import _static_args, constant, elem, meta_type, rank, register, shape, slice_, static_dims
+from .aten_ops import _static_args, constant, constant_from_array, elem, meta_type, rank, register, shape, slice_, static_dims
 
 
 def _flip_dims(node, x):
@@ -139,8 +139,6 @@ def _unfold_dims(node, x):
 def _unfold(imp, node, a):
     import numpy as np
 
-    from .aten_ops import constant_from_array
-
     x = a.self
     want = meta_type(node)
     et = elem(x)
@@ -165,8 +163,6 @@ def _triangle_indices(lower: bool):
     torch's order)."""
     def conv(imp, node, a):
         import numpy as np
-
-        from .aten_ops import constant_from_array
 
         row, col, offset = a.row, a.col, a.get("offset", 0)
         rows, cols = (np.tril_indices if lower else np.triu_indices)(row, offset, col)

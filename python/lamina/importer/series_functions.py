@@ -73,14 +73,13 @@ def _chbevl(t, coefficients, et):
     return ops.mul(_c(0.5, et), ops.sub(b0, b2))
 
 
-def _scaled_bessel(x, a, b, et):
-    """exp(-|x|) I(|x|) from the two Chebyshev series (times |x| inside [0, 8] for I1, whose
-    series there is of I1(x) / x): (value, |x|)."""
-    ax = ops.abs(x)
+def _bessel_series(ax, a, b, et):
+    """The two Chebyshev series at |x|: (|x| <= 8, the [0, 8] series (of exp(-x) I0(x), or of
+    exp(-x) I1(x) / x), the (8, inf) series (of exp(-x) sqrt(x) I(x)))."""
     small = ops.le(ax, _c(8.0, et))
     inner = _chbevl(ops.sub(ops.div(ax, _c(2.0, et)), _c(2.0, et)), a, et)
-    outer = ops.div(_chbevl(ops.sub(ops.div(_c(32.0, et), ax), _c(2.0, et)), b, et), ops.sqrt(ax))
-    return small, inner, outer, ax
+    outer = _chbevl(ops.sub(ops.div(_c(32.0, et), ax), _c(2.0, et)), b, et)
+    return small, inner, outer
 
 
 def _tables(name, et):
@@ -94,16 +93,15 @@ def _bessel(order: str, scaled: bool):
     def conv(imp, node, a):
         want, et = _compute_type(node)
         x = cast(a.self, et)
-        ta, tb = _tables(order, et)
-        small, inner, outer, ax = _scaled_bessel(x, ta, tb, et)
+        ax = ops.abs(x)
+        small, inner, outer = _bessel_series(ax, *_tables(order, et), et)
         if order == "i1":
             inner = ops.mul(inner, ax)
         if scaled:
-            y = ops.where(small, inner, outer)
+            y = ops.where(small, inner, ops.div(outer, ops.sqrt(ax)))
         else:   # exp|x| times the series, in torch's order (exp(x) * series / sqrt(x))
             e = ops.exp(ax)
-            big = _chbevl(ops.sub(ops.div(_c(32.0, et), ax), _c(2.0, et)), tb, et)
-            y = ops.where(small, ops.mul(e, inner), ops.div(ops.mul(e, big), ops.sqrt(ax)))
+            y = ops.where(small, ops.mul(e, inner), ops.div(ops.mul(e, outer), ops.sqrt(ax)))
         if order == "i1":   # odd
             y = ops.where(ops.lt(x, _c(0.0, et)), ops.neg(y), y)
         return cast(y, want)
