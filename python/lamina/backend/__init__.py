@@ -98,6 +98,16 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
         return untraceable_graph(gm, opts, e)
 
 
+def wait_for_background_compiles(timeout: float | None = None) -> int:
+    """Wait for the kernel compiles a cuda graph's first call left running on the compile
+    workers (tiered first launches, lamina.codegen.cuda.launch): until they finish, the graph
+    runs quicker-to-compile kernels. How many were pending."""
+    import sys
+
+    launch = sys.modules.get("lamina.codegen.cuda.launch")
+    return launch.wait_for_background_compiles(timeout) if launch is not None else 0
+
+
 def _data_dependent_errors() -> tuple:
     """What AOTAutograd raises for a graph whose ATen trace needs a tensor's value (narrow
     with a tensor start, nonzero's size): the graph runs eagerly (compile_fx.untraceable_graph)."""

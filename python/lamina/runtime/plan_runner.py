@@ -68,7 +68,9 @@ class PlanRunner(CompiledGraph):
         # (through the dispatcher, which fakes it: the CPU's fast allocator bypasses it)
         ns["_empty"] = lambda shape, stride, dtype, device: torch.empty_strided(shape, stride, dtype=dtype, device=device)
         exec(compile(self.call_source, f"<lamina {self.plan.graph} warm-up>", "exec"), ns)
-        with warming(workers) as stats, mode:
+        # (no tiered first launches under CUDA graphs: the capture would load the heuristic
+        # kernels' modules, after a warm-up call that ran the quick ones)
+        with warming(workers, tiered=not self.cudagraphs) as stats, mode:
             ns["call"](*fakes)
         return stats
 

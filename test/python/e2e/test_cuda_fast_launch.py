@@ -86,3 +86,99 @@ def test_run_tuned_launches_the_first_config_through_the_fast_path():
     assert [e[0] for e in fn.log] == ["compile", "handles", "run", "run"]
     assert fn.log[0][3] == {"INDEX64": False, "XBLOCK": 2, "num_warps": 4}
     assert fn.log[3][1][-2:] == (2, False)   # constexprs in the function's order: XBLOCK, INDEX64
+
+
+def _warm_up_pass(fn):
+    """Run `fn` as a warm-up pass does (its launches become compile requests)."""
+    import threading
+
+    from lamina.codegen.cuda.launch import WARMING_THREADS
+
+    me = threading.get_ident()
+    WARMING_THREADS.add(me)
+    try:
+        fn()
+    finally:
+        WARMING_THREADS.discard(me)
+
+
+def _tiered():
+    """A program whose first call is warmed up with a heuristic config (XBLOCK 64) that
+    compiles in the background and a quick one (XBLOCK 16); the background compile's future."""
+    from concurrent.futures import Future
+
+    fn, k = _kernel()
+    started = []
+
+    def background(grid, args, meta):
+        started.append(meta["XBLOCK"])
+        started.append(Future())
+        return started[-1]
+
+    k.compile_in_background = background
+    x, y = torch.zeros(64), torch.zeros(64)
+
+    def launch():
+        run_tuned(k, (4, 64), lambda c: (64 // c["XBLOCK"],), (x, y, 256), [{"XBLOCK": 64, "num_warps": 4}],
+                  True, {"XBLOCK": 16, "num_warps": 4}, INDEX64=False)
+
+    _warm_up_pass(launch)
+    assert started[0] == 64                       # the heuristic config went to the background
+    assert [e[3]["XBLOCK"] for e in fn.log if e[0] == "compile"] == [16]   # the first call's compile
+    return fn, k, launch, started[1]
+
+
+def _launched_blocks(fn):
+    return [e[1][-2] for e in fn.log if e[0] == "run"]
+
+
+def test_a_tiered_launch_runs_the_quick_config_until_the_background_compile_is_in():
+    from lamina.codegen.cuda.launch import wait_for_background_compiles
+
+    fn, _, launch, future = _tiered()
+    launch()
+    launch()
+    assert _launched_blocks(fn) == [16, 16]
+    future.set_result(True)
+    assert wait_for_background_compiles(timeout=1) == 0
+    launch()
+    launch()
+    assert _launched_blocks(fn) == [16, 16, 64, 64]
+
+
+def test_a_failed_background_compile_keeps_the_quick_config():
+    fn, _, launch, future = _tiered()
+    launch()
+    future.set_result(False)   # (no kernel installed: a worker crashed)
+    launch()
+    assert _launched_blocks(fn) == [16, 16]
+
+
+def test_no_tier_without_a_background_compile():
+    fn, k = _kernel()   # no workers collecting this thread's requests: compile_in_background gives None
+    x, y = torch.zeros(64), torch.zeros(64)
+
+    def launch():
+        run_tuned(k, (4, 64), lambda c: (64 // c["XBLOCK"],), (x, y, 256), [{"XBLOCK": 64, "num_warps": 4}],
+                  True, {"XBLOCK": 16, "num_warps": 4}, INDEX64=False)
+
+    _warm_up_pass(launch)
+    launch()
+    assert [e[3]["XBLOCK"] for e in fn.log if e[0] == "compile"] == [64, 64]
+    assert _launched_blocks(fn) == [64]
+
+
+def test_a_heuristic_kernel_that_does_not_load_keeps_the_quick_config():
+    fn, k, launch, future = _tiered()
+    fast_launch = k._launch
+
+    def launch_or_fail(grid, args, meta):
+        if meta["XBLOCK"] == 64:
+            raise RuntimeError("out of resources")
+        return fast_launch(grid, args, meta)
+
+    k._launch = launch_or_fail
+    future.set_result(True)
+    launch()
+    launch()
+    assert _launched_blocks(fn) == [16, 16]

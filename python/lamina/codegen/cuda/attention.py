@@ -393,7 +393,8 @@ def emit(cg, chain: AttentionChain) -> None:
     L.append("if _B * _M > 0 and _N > 0:")
     L.append(f"    run_tuned({name}, (_B * _M, _N), lambda c: (_B * ((_M + c['XBLOCK'] - 1) // c['XBLOCK']),), "
              f"({', '.join(call)},), attention_configs({blocks.get('BDQ', d_qk)}, {blocks.get('BDV', d_v)}, {elem!r}, _B, _M), "
-             f"_autotune == 'max', UPCAST16=_device.type == 'cpu'{meta})")
+             f"_autotune == 'max', attention_quick_config({blocks.get('BDQ', d_qk)}, {blocks.get('BDV', d_v)}, {elem!r}), "
+             f"UPCAST16=_device.type == 'cpu'{meta})")
     p.block_params = list(blocks)
     L.append("elif _o.numel():")
     L.append("    _o.zero_()   # no keys: P has no columns, P @ V is zeros")

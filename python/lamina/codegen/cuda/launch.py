@@ -9,6 +9,15 @@ autotune, **meta)`: `configs` lists candidate {XBLOCK, num_warps} dicts, heurist
 elements are launch-bound and take the heuristic config untimed (no compile-time cost). Tuning times each candidate with CUDA events (after one warm-up
 launch that compiles it) and keeps the fastest; a program only reads its inputs and writes
 its outputs, so running it several times is harmless.
+
+Tiered first launch: a program whose heuristic config is slow to compile names a `quick`
+config (a smaller tile: about half the compile, a slower kernel). When a graph's first call
+compiles on the compile workers (PlanRunner.precompile), the heuristic config goes to a worker
+in the background and the first calls launch the quick one; the first call after the
+worker's kernel is installed switches to it. No call waits for the background compile,
+except one captured into a CUDA graph (the graph keeps the kernel it captures).
+`wait_for_background_compiles()` waits for them (the benchmark harness, before timing);
+LAMINA_TIERED=0 compiles the heuristic config at the first call instead.
 """
 from __future__ import annotations
 
@@ -18,6 +27,8 @@ import os
 import threading
 
 AUTOTUNE = {"enabled": os.environ.get("LAMINA_AUTOTUNE", "1") != "0"}
+TIERED = {"enabled": os.environ.get("LAMINA_TIERED", "1") != "0"}
+_background: list = []   # futures of the background compiles started (wait_for_background_compiles)
 _lock = threading.Lock()
 _disk: dict | None = None
 # Threads running a warm-up pass (triton_library.TritonKernelLibrary.warming): their launches
@@ -136,6 +147,20 @@ def _attention_tiles(d_qk: int, d_v: int, elem: str) -> list[dict]:
     return [{"XBLOCK": x, "RBLOCK": r, "num_warps": w, "num_stages": st} for x, r, w, st in cands]
 
 
+@functools.lru_cache(maxsize=None)
+def attention_quick_config(d_qk: int, d_v: int, elem: str) -> dict | None:
+    """The flash tile a tiered first launch uses while the heuristic one compiles (module
+    doc), or None where the heuristic tile is already cheap to compile. H100, 8x16x1024x64,
+    compile / kernel: fp32 32x64 0.84 s / 0.61 ms -> 16x32 0.39 s / 0.81 ms; bf16 64x64x3
+    stages 0.75 s / 0.24 ms -> 64x32x1 stage 0.37 s / 0.26 ms (Triton's compile grows with
+    the tile a thread holds)."""
+    d = max(d_qk, d_v)
+    if d > 128:
+        return None
+    x, r, w, st = (16, 32, 4, 2) if elem == "f32" else (64, 32, 4, 1) if d <= 64 else (32, 32, 4, 1)
+    return {"XBLOCK": x, "RBLOCK": r, "num_warps": w, "num_stages": st}
+
+
 def attention_operand(t):
     """A flash-attention operand as [b0, b1, rows, cols] (the program reads two batch dims
     with their strides): 2-D and 3-D ones get leading 1s, more batch dims are merged."""
@@ -177,9 +202,11 @@ def _save_disk() -> None:
 TUNE_MIN_ELEMENTS = 1 << 20   # smaller launches are launch-bound: the heuristic config, no tuning
 
 
-def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = True, **meta) -> None:
+def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = True, quick: dict | None = None,
+              **meta) -> None:
     """Launch `program` with the tuned config of `key` (rows, lanes), tuning it first when
-    the launch covers at least TUNE_MIN_ELEMENTS, else with the heuristic configs[0]."""
+    the launch covers at least TUNE_MIN_ELEMENTS, else with the heuristic configs[0]
+    (`quick` while that one compiles in the background: module doc)."""
     chosen = getattr(program, "tuned", None)
     tuning = chosen is not None and autotune and AUTOTUNE["enabled"] and len(configs) > 1 \
         and key[0] * key[1] >= TUNE_MIN_ELEMENTS
@@ -187,6 +214,8 @@ def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = Tr
         # a warm-up pass: request the compiles this launch will need (every candidate when
         # it will tune), launch nothing
         cfg = (chosen.get(key) or _disk_choice(program, key, configs, meta)) if tuning else configs[0]
+        if not tuning and quick is not None and quick != cfg and _start_tier(program, key, grid, args, cfg, quick, meta):
+            cfg = quick
         for c in ([cfg] if cfg is not None else configs):
             program._launch(grid(c), args, {**meta, **c})
         return
@@ -196,12 +225,76 @@ def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = Tr
             cfg = _tune(program, key, grid, args, configs, meta)
     else:
         cfg = configs[0]
+        if getattr(program, "tiers", None) and _launch_tiered(program, key, grid, args, cfg, meta):
+            return
     meta.update(cfg)
     launch = getattr(program, "_launch", None)   # a FastKernel: straight to its launch
     if launch is not None:
         launch(grid(cfg), args, meta)
     else:
         program[grid(cfg)](*args, **meta)
+
+
+def _tier_key(key, meta) -> tuple:
+    return key, tuple(sorted(meta.items()))
+
+
+def _start_tier(program, key, grid, args, cfg, quick, meta) -> bool:
+    """In a warm-up pass on the workers: send `cfg`'s compile to a worker in the background
+    and remember that the launches of `key` use `quick` until it is installed. False where
+    that cannot be (no workers; `cfg` already compiled in this process)."""
+    start = getattr(program, "compile_in_background", None)
+    if not TIERED["enabled"] or start is None:
+        return False
+    future = start(grid(cfg), args, {**meta, **cfg})
+    if future is None:
+        return False
+    program.tiers[_tier_key(key, meta)] = (future, quick)
+    with _lock:
+        _background[:] = [f for f in _background if not f.done()] + [future]
+    return True
+
+
+def _launch_tiered(program, key, grid, args, cfg, meta) -> bool:
+    """Launch a tiered key (module doc): `cfg` once its background compile is installed,
+    `quick` before, and for good if that compile failed or its kernel does not load here
+    (the quick kernel is correct, only slower). False when `key` has no tier (any more)."""
+    tk = _tier_key(key, meta)
+    tier = program.tiers.get(tk)
+    if tier is None:
+        return False
+    future, quick = tier
+    if future is not None and (future.done() or _capturing()):
+        if future.exception() is None and future.result():   # (waits when capturing)
+            try:
+                program._launch(grid(cfg), args, {**meta, **cfg})   # (loads the installed kernel)
+            except Exception:  # noqa: BLE001 - it does not load: the quick kernel stays
+                pass
+            else:
+                del program.tiers[tk]
+                return True
+        program.tiers[tk] = (None, quick)
+    program._launch(grid(quick), args, {**meta, **quick})
+    return True
+
+
+def _capturing() -> bool:
+    """Whether this thread's CUDA stream is being captured into a CUDA graph (which keeps the
+    kernels it captures: a tier pending then waits for its heuristic kernel)."""
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+
+def wait_for_background_compiles(timeout: float | None = None) -> int:
+    """Wait for the background compiles of tiered first launches (module doc); how many
+    were pending."""
+    from concurrent.futures import wait
+
+    with _lock:
+        pending = [f for f in _background if not f.done()]
+    wait(pending, timeout=timeout)
+    return len(pending)
 
 
 def _tune(program, key, grid, args, configs, meta) -> dict:

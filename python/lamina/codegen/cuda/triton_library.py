@@ -74,6 +74,7 @@ class FastKernel:
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.cache_name = cache_name or self.__name__   # names its autotuning results on disk
         self.tuned: dict = {}                           # launch key -> chosen config (launch.py)
+        self.tiers: dict = {}                           # launch key -> (background compile, quick config)
         self.constexprs = [p.name for p in fn.params if p.is_constexpr]
         self.compiled: dict = {}
         self.tensor_pos: tuple | None = None            # positions of tensor arguments
@@ -121,6 +122,26 @@ class FastKernel:
         aligned pointer), which specializes as a real aligned tensor does: the first real
         launch finds the compiled kernel in the JIT function's cache."""
         self.fn.warmup(*[a.dtype if hasattr(a, "data_ptr") else a for a in args], grid=grid, **meta)
+
+    def compile_in_background(self, grid, args, meta):
+        """In a warm-up pass on the compile workers (`warming(tiered=True)`): this launch's
+        compile goes to a worker now, in the background (launch.py's tiered first launch). A
+        future of whether its kernel was installed where the launch will find it; None when
+        this thread is in no such pass or the kernel needs no compile."""
+        me = threading.get_ident()
+        sink, stats = _COLLECTING.get(me), _WARMING_STATS.get(me)
+        if sink is None or stats is None:
+            return None
+        side: list = []
+        _COLLECTING[me] = side
+        try:
+            self._request_compile(grid, args, meta)
+        finally:
+            _COLLECTING[me] = sink
+        if not side:
+            return None
+        stats["background"] = stats.get("background", 0) + 1
+        return _background_executor().submit(_compile_on_workers, side)
 
     def _compile(self, grid, args, meta):
         """(static launcher or None, CompiledKernel, what a launch passes after the grid). Triton
@@ -187,6 +208,18 @@ def _static_launcher(k, fn, n_positional: int):
 
 
 _COLLECTING: dict[int, list] = {}   # thread -> the compile requests of its warm-up pass
+_WARMING_STATS: dict[int, dict] = {}   # thread -> its warm-up pass's stats (TritonKernelLibrary.warming)
+_executor: list = []
+
+
+def _background_executor():
+    """The threads that wait for background compiles (they only wait on the workers)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _hook_lock:
+        if not _executor:
+            _executor.append(ThreadPoolExecutor(4, thread_name_prefix="lamina-background-compile"))
+        return _executor[0]
 _hook = {"installed": False, "previous": None}
 _hook_lock = threading.Lock()
 
@@ -316,12 +349,14 @@ class TritonKernelLibrary:
         return self._launchers[kernel]
 
     @contextmanager
-    def warming(self, workers: bool = True):
+    def warming(self, workers: bool = True, tiered: bool = True):
         """While this is open, this thread's launches of the library's programs are compile
         requests (FastKernel._request_compile; every tuning candidate where run_tuned would
         tune); leaving compiles them all at once: on the compile workers (processes: a
         Triton compile holds the GIL for most of its time), installed in the JIT functions'
-        in-memory caches where the first launches find them (_compile_on_workers); or, with
+        in-memory caches where the first launches find them (_compile_on_workers), except
+        the heuristic configs of tiered launches (launch.py; `tiered`), which compile there
+        in the background while the first calls run quick ones; or, with
         `workers=False`, on a thread pool
         through Triton's AsyncCompileMode (only ptxas, a process, overlaps). Failures are
         left for the real launch to meet (and report). Other threads launch as usual
@@ -336,12 +371,15 @@ class TritonKernelLibrary:
             _install_compile_hook()
             requests: list[dict] = []
             _COLLECTING[me] = requests
+            if tiered:
+                _WARMING_STATS[me] = stats   # (compile_in_background looks for it)
             WARMING_THREADS.add(me)
             try:
                 yield stats
             finally:
                 WARMING_THREADS.discard(me)
                 del _COLLECTING[me]
+                _WARMING_STATS.pop(me, None)
             # (one program gains nothing from a worker: it compiles here, at its launch)
             stats["programs"] = _compile_on_workers(requests) if len(_distinct(requests)) > 1 else 0
             return
