@@ -110,7 +110,8 @@ def _tiered():
     fn, k = _kernel()
     started = []
 
-    def background(grid, args, meta):
+    def background(launches, args):
+        (grid, meta), = launches
         started.append(meta["XBLOCK"])
         started.append(Future())
         return started[-1]
@@ -182,3 +183,47 @@ def test_a_heuristic_kernel_that_does_not_load_keeps_the_quick_config():
     launch()
     launch()
     assert _launched_blocks(fn) == [16, 16]
+
+
+def test_tuning_runs_the_heuristic_config_until_the_candidates_are_compiled(monkeypatch):
+    """A launch that will tune: the first calls run configs[0] (the warm-up pass compiles only
+    that one), the other candidates compile in the background; the first call after they
+    are in times them (launch._tune) and keeps the fastest."""
+    from concurrent.futures import Future
+
+    import lamina.codegen.cuda.launch as L
+
+    fn, k = _kernel()
+    background = []
+
+    def start(launches, args):
+        background.append([meta["XBLOCK"] for _, meta in launches])
+        background.append(Future())
+        return background[-1]
+
+    k.compile_in_background = start
+    timed = []
+
+    def tune(program, key, grid, args, configs, meta):
+        timed.append([c["XBLOCK"] for c in configs])
+        program.tuned[key] = configs[1]
+        return configs[1]
+
+    monkeypatch.setattr(L, "_tune", tune)
+    monkeypatch.setattr(L, "_disk_choice", lambda *a: None)
+    x, y = torch.zeros(64), torch.zeros(64)
+    configs = [{"XBLOCK": 64, "num_warps": 4}, {"XBLOCK": 32, "num_warps": 4}, {"XBLOCK": 128, "num_warps": 8}]
+
+    def launch():
+        run_tuned(k, (1 << 10, 1 << 10), lambda c: (64 // c["XBLOCK"],), (x, y, 256), configs, True, INDEX64=False)
+
+    _warm_up_pass(launch)
+    assert background[0] == [32, 128]
+    assert [e[3]["XBLOCK"] for e in fn.log if e[0] == "compile"] == [64]
+    launch()
+    assert timed == [] and _launched_blocks(fn) == [64]
+    background[1].set_result(True)
+    launch()
+    launch()
+    assert timed == [[64, 32, 128]]
+    assert _launched_blocks(fn) == [64, 32, 32]

@@ -336,7 +336,7 @@ def test_precompile_runs_the_first_call_on_fake_tensors(monkeypatch, dynamic):
             return launch
 
         @contextmanager
-        def warming(workers):
+        def warming(workers, tiered=True):
             state["warm"] = True
             try:
                 yield {"programs": 0}

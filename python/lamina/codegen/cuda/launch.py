@@ -10,12 +10,17 @@ elements are launch-bound and take the heuristic config untimed (no compile-time
 launch that compiles it) and keeps the fastest; a program only reads its inputs and writes
 its outputs, so running it several times is harmless.
 
-Tiered first launch: a program whose heuristic config is slow to compile names a `quick`
-config (a smaller tile: about half the compile, a slower kernel). When a graph's first call
-compiles on the compile workers (PlanRunner.precompile), the heuristic config goes to a worker
-in the background and the first calls launch the quick one; the first call after the
-worker's kernel is installed switches to it. No call waits for the background compile,
-except one captured into a CUDA graph (the graph keeps the kernel it captures).
+Tiered first launch: when a graph's first call compiles on the compile workers
+(PlanRunner.precompile), what is slow to compile and not needed for a first result goes to
+the workers in the background, and the first calls run a kernel that compiles sooner:
+- a launch that will tune compiles its heuristic config for the first calls, its other
+  candidates in the background; the first call after they are installed times them all
+  (as _tune does at a first call otherwise) and keeps the fastest;
+- a program whose heuristic config is slow to compile names a `quick` config (flash
+  attention: a smaller tile, about half the compile, a slower kernel) for the first calls;
+  the first call after the heuristic kernel is installed switches to it.
+No call waits for a background compile, except one captured into a CUDA graph (the graph
+keeps the kernel it captures).
 `wait_for_background_compiles()` waits for them (the benchmark harness, before timing);
 LAMINA_TIERED=0 compiles the heuristic config at the first call instead.
 """
@@ -206,7 +211,7 @@ def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = Tr
               **meta) -> None:
     """Launch `program` with the tuned config of `key` (rows, lanes), tuning it first when
     the launch covers at least TUNE_MIN_ELEMENTS, else with the heuristic configs[0]
-    (`quick` while that one compiles in the background: module doc)."""
+    (`quick`, or configs[0] while tuning, until the background compiles are in: module doc)."""
     chosen = getattr(program, "tuned", None)
     tuning = chosen is not None and autotune and AUTOTUNE["enabled"] and len(configs) > 1 \
         and key[0] * key[1] >= TUNE_MIN_ELEMENTS
@@ -214,10 +219,17 @@ def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = Tr
         # a warm-up pass: request the compiles this launch will need (every candidate when
         # it will tune), launch nothing
         cfg = (chosen.get(key) or _disk_choice(program, key, configs, meta)) if tuning else configs[0]
-        if not tuning and quick is not None and quick != cfg and _start_tier(program, key, grid, args, cfg, quick, meta):
+        if cfg is None:
+            interim = quick or configs[0]
+            if _start_tier(program, key, grid, args, [c for c in configs if c != interim], interim, True, meta):
+                cfg = interim
+        elif not tuning and quick is not None and quick != cfg \
+                and _start_tier(program, key, grid, args, [cfg], quick, False, meta):
             cfg = quick
         for c in ([cfg] if cfg is not None else configs):
             program._launch(grid(c), args, {**meta, **c})
+        return
+    if getattr(program, "tiers", None) and _launch_tiered(program, key, grid, args, configs, meta):
         return
     if tuning:
         cfg = chosen.get(key)
@@ -225,8 +237,6 @@ def run_tuned(program, key, grid, args, configs: list[dict], autotune: bool = Tr
             cfg = _tune(program, key, grid, args, configs, meta)
     else:
         cfg = configs[0]
-        if getattr(program, "tiers", None) and _launch_tiered(program, key, grid, args, cfg, meta):
-            return
     meta.update(cfg)
     launch = getattr(program, "_launch", None)   # a FastKernel: straight to its launch
     if launch is not None:
@@ -239,42 +249,50 @@ def _tier_key(key, meta) -> tuple:
     return key, tuple(sorted(meta.items()))
 
 
-def _start_tier(program, key, grid, args, cfg, quick, meta) -> bool:
-    """In a warm-up pass on the workers: send `cfg`'s compile to a worker in the background
-    and remember that the launches of `key` use `quick` until it is installed. False where
-    that cannot be (no workers; `cfg` already compiled in this process)."""
+def _start_tier(program, key, grid, args, later: list[dict], interim: dict, tune: bool, meta) -> bool:
+    """In a warm-up pass on the workers: send the compiles of the `later` configs to the
+    workers in the background, and remember that the launches of `key` use `interim` until
+    they are installed (then the heuristic config, or with `tune` the fastest candidate).
+    False where that cannot be (no workers; nothing left to compile)."""
     start = getattr(program, "compile_in_background", None)
-    if not TIERED["enabled"] or start is None:
+    if not TIERED["enabled"] or start is None or not later:
         return False
-    future = start(grid(cfg), args, {**meta, **cfg})
+    future = start([(grid(c), {**meta, **c}) for c in later], args)
     if future is None:
         return False
-    program.tiers[_tier_key(key, meta)] = (future, quick)
+    program.tiers[_tier_key(key, meta)] = (future, interim, tune)
     with _lock:
         _background[:] = [f for f in _background if not f.done()] + [future]
     return True
 
 
-def _launch_tiered(program, key, grid, args, cfg, meta) -> bool:
-    """Launch a tiered key (module doc): `cfg` once its background compile is installed,
-    `quick` before, and for good if that compile failed or its kernel does not load here
-    (the quick kernel is correct, only slower). False when `key` has no tier (any more)."""
+def _launch_tiered(program, key, grid, args, configs, meta) -> bool:
+    """Launch a tiered key (module doc): its interim config while the background compiles
+    run; then configs[0], or with tuning the candidate _tune times fastest (all compiled by
+    then: only the timing runs). If those compiles failed or a kernel does not load here,
+    the interim config stays for good (correct, only slower; when tuning it becomes the
+    choice). False when `key` has no tier (any more)."""
     tk = _tier_key(key, meta)
     tier = program.tiers.get(tk)
     if tier is None:
         return False
-    future, quick = tier
+    future, interim, tune = tier
     if future is not None and (future.done() or _capturing()):
         if future.exception() is None and future.result():   # (waits when capturing)
             try:
+                cfg = _tune(program, key, grid, args, configs, meta) if tune else configs[0]
                 program._launch(grid(cfg), args, {**meta, **cfg})   # (loads the installed kernel)
-            except Exception:  # noqa: BLE001 - it does not load: the quick kernel stays
+            except Exception:  # noqa: BLE001 - it does not load: the interim kernel stays
                 pass
             else:
                 del program.tiers[tk]
                 return True
-        program.tiers[tk] = (None, quick)
-    program._launch(grid(quick), args, {**meta, **quick})
+        if tune:
+            program.tuned[key] = interim
+            del program.tiers[tk]
+        else:
+            program.tiers[tk] = (None, interim, tune)
+    program._launch(grid(interim), args, {**meta, **interim})
     return True
 
 

@@ -123,11 +123,12 @@ class FastKernel:
         launch finds the compiled kernel in the JIT function's cache."""
         self.fn.warmup(*[a.dtype if hasattr(a, "data_ptr") else a for a in args], grid=grid, **meta)
 
-    def compile_in_background(self, grid, args, meta):
-        """In a warm-up pass on the compile workers (`warming(tiered=True)`): this launch's
-        compile goes to a worker now, in the background (launch.py's tiered first launch). A
-        future of whether its kernel was installed where the launch will find it; None when
-        this thread is in no such pass or the kernel needs no compile."""
+    def compile_in_background(self, launches, args):
+        """In a warm-up pass on the compile workers (`warming(tiered=True)`): the compiles of
+        these launches ((grid, meta) pairs with `args`) go to the workers now, in the
+        background (launch.py's tiered first launches). A future of whether every kernel was
+        installed where its launch will find it; None when this thread is in no such pass
+        or the kernels need no compile."""
         me = threading.get_ident()
         sink, stats = _COLLECTING.get(me), _WARMING_STATS.get(me)
         if sink is None or stats is None:
@@ -135,13 +136,15 @@ class FastKernel:
         side: list = []
         _COLLECTING[me] = side
         try:
-            self._request_compile(grid, args, meta)
+            for grid, meta in launches:
+                self._request_compile(grid, args, meta)
         finally:
             _COLLECTING[me] = sink
-        if not side:
+        wanted = len(_distinct(side))
+        if not wanted:
             return None
-        stats["background"] = stats.get("background", 0) + 1
-        return _background_executor().submit(_compile_on_workers, side)
+        stats["background"] = stats.get("background", 0) + wanted
+        return _background_executor().submit(lambda: _compile_on_workers(side) == wanted)
 
     def _compile(self, grid, args, meta):
         """(static launcher or None, CompiledKernel, what a launch passes after the grid). Triton
