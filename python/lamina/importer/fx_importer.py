@@ -586,6 +586,7 @@ class FxImporter:
             args = aten_ops.bind(node, self)
         finally:
             self.scalars_as_values = False
+        _uint8_scalars(node, args)
         try:
             result = conv.fn(self, node, args)
         except LaminaImportError:
@@ -617,6 +618,23 @@ class FxImporter:
                 raise LaminaImportError(
                     f"lamina result type {got} differs from torch's {want} "
                     f"(shape {list(v.shape)}, dtype {v.dtype})", node)
+
+
+def _uint8_scalars(node, args) -> None:
+    """A Python int operand of an op that computes in uint8 (its result is uint8, or it
+    compares a uint8 tensor) is converted to uint8 as torch does: -1 is 255 (x > -1 is
+    all False, x.clamp(min=-5) clamps at 251, x // -2 divides by 254)."""
+    val = node.meta.get("val")
+    if not _is_uint8(val):
+        first = node.args[0] if node.args else None
+        if not (isinstance(val, torch.Tensor) and val.dtype == torch.bool and isinstance(first, torch.fx.Node)
+                and _is_uint8(first.meta.get("val"))):
+            return
+    for arg in node.target._schema.arguments:
+        v = args.get(arg.name)
+        # (Scalar operands, and Python ints in Tensor slots: dynamo passes x * 2 as mul.Tensor)
+        if type(v) is int and str(arg.type) in ("number", "Optional[number]", "Tensor"):
+            args[arg.name] = v & 255
 
 
 def _wrap_uint8(node, result, aten_ops):

@@ -237,6 +237,12 @@ case("uint8[convert_reduce]", lambda a, x, s8: (a.float() / 255, (x * 255).to(to
                                                  torch.eye(3, 5, dtype=torch.uint8), torch.eye(4), a.abs(),
                                                  a.any(1), a.all(), torch.index_select(a[0, 0], 0, a[0, :1].long() * 0)),
      _U8, torch.rand(4, 6, generator=g(3)), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2))
+# a negative or too large Python int with a uint8 operand is a uint8 value, as torch converts
+# it (-1 is 255): comparisons, clamp bounds, division by a negative, masked_fill
+case("uint8[negative_scalars]", lambda a: (a > -1, a == -1, a.clamp(min=-5, max=100), a.clamp(max=-56),
+                                           torch.div(a, -2, rounding_mode="floor"), a % -3, a + 300,
+                                           a.masked_fill(a > 100, -1), torch.where(a < 7, a, -2), a * -2),
+     randint(0, 256, 4, 6, dtype=torch.uint8, seed=5))
 case("uint8[image]", lambda img: ((img.permute(2, 0, 1).float() / 255 - 0.5) / 0.25, img.flip(0),
                                   img[:, ::2].contiguous(), torch.where(img > 128, img, 255 - img)),
      randint(0, 256, 5, 4, 3, dtype=torch.uint8, seed=4))
