@@ -10,6 +10,8 @@ float type (f16/bf16 in f32); every branch is evaluated and the right one select
     spherical_bessel_j0(x)   sin(x) / x, its Taylor series below |x| = 1/2
     bessel_j0/j1/y0/y1(x)    rational functions of x^2 up to 5 (j with its first two zeros
                      factored out, y plus 2/pi log(x) j(x)), Hankel's asymptotic form above
+    modified_bessel_k0/k1(x), scaled_modified_bessel_k0/k1(x)   Chebyshev series in x^2 - 2
+                     with log(x/2) I(x) below 2, in 8/x - 2 above (Cephes k0.c, k1.c)
 """
 from __future__ import annotations
 
@@ -113,6 +115,68 @@ register("aten.special_i0e.default")(_bessel("i0", scaled=True))
 register("aten.special_i1.default", "aten.special_modified_bessel_i1.default")(_bessel("i1", scaled=False))
 register("aten.special_i1e.default")(_bessel("i1", scaled=True))
 
+
+# K0(x) + log(x/2) I0(x) on [0, 2] in x^2 - 2, and exp(x) sqrt(x) K0(x) on (2, inf) in 8/x - 2;
+# for K1, x K1(x) - x log(x/2) I1(x) and exp(x) sqrt(x) K1(x) (Cephes k0.c, k1.c)
+_K0_A = [1.37446543561352307156e-16, 4.25981614279661018399e-14, 1.03496952576338420167e-11,
+         1.90451637722020886025e-09, 2.53479107902614945675e-07, 2.28621210311945178607e-05,
+         1.26461541144692592338e-03, 3.59799365153615016266e-02, 3.44289899924628486886e-01,
+         -5.35327393233902768720e-01]
+_K0_B = [5.30043377268626276149e-18, -1.64758043015242134646e-17, 5.21039150503902756861e-17,
+         -1.67823109680541210385e-16, 5.51205597852431940784e-16, -1.84859337734377901440e-15,
+         6.34007647740507060557e-15, -2.22751332699166985548e-14, 8.03289077536357521100e-14,
+         -2.98009692317273043925e-13, 1.14034058820847496303e-12, -4.51459788337394416547e-12,
+         1.85594911495471785253e-11, -7.95748924447710747776e-11, 3.57739728140030116597e-10,
+         -1.69753450938905987466e-09, 8.57403401741422608519e-09, -4.66048989768794782956e-08,
+         2.76681363944501510342e-07, -1.83175552271911948767e-06, 1.39498137188764993662e-05,
+         -1.28495495816278026384e-04, 1.56988388573005337491e-03, -3.14481013119645005427e-02,
+         2.44030308206595545468e+00]
+_K1_A = [-7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13,
+         -1.41148839263352776110e-10, -2.21338763073472585583e-08, -2.43340614156596823496e-06,
+         -1.73028895751305206302e-04, -6.97572385963986435018e-03, -1.22611180822657148235e-01,
+         -3.53155960776544875667e-01, 1.52530022733894777053e+00]
+_K1_B = [-5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.68946255844285935196e-17,
+         1.83809354436663880070e-16, -6.05704724837331885336e-16, 2.03870316562433424052e-15,
+         -7.01983709041831346144e-15, 2.47715442448130437068e-14, -8.97670518232499435011e-14,
+         3.34841966607842919884e-13, -1.28917396095102890680e-12, 5.13963967348173025100e-12,
+         -2.12996783842756842877e-11, 9.21831518760500529508e-11, -4.19035475934189648750e-10,
+         2.01504975519703286596e-09, -1.03457624656780970260e-08, 5.74108412545004946722e-08,
+         -3.50196060308781257119e-07, 2.40648494783721712015e-06, -1.93619797416608296024e-05,
+         1.95215518471351631108e-04, -2.85781685962277938680e-03, 1.03923736576817238437e-01,
+         2.72062619048444266945e+00]
+
+
+def _bessel_k(order: int, scaled: bool):
+    """K0, K1 (modified Bessel functions of the second kind) and exp(x) K(x), as torch's
+    modified_bessel_k*_forward: below 2 from the series of I (its [0, 8] one: exp(x) times
+    it is I(x)), above from the scaled series; 0 -> inf, negatives NaN."""
+    def conv(imp, node, a):
+        want, et = _compute_type(node)
+        x = cast(a.self if "self" in a else a.x, et)   # (the scaled ones name it x)
+        two = _c(2.0, et)
+        i_series = _chbevl(ops.sub(ops.div(x, two), two), _I0E_A if order == 0 else _I1E_A, et)
+        i_x = ops.mul(ops.exp(x), i_series if order == 0 else ops.mul(i_series, x))
+        log_half = ops.log(ops.mul(_c(0.5, et), x))
+        near = _chbevl(ops.sub(ops.mul(x, x), two), _K0_A if order == 0 else _K1_A, et)
+        near = ops.sub(near, ops.mul(log_half, i_x)) if order == 0 \
+            else ops.add(ops.mul(log_half, i_x), ops.div(near, x))
+        far = ops.div(_chbevl(ops.sub(ops.div(_c(8.0, et), x), two), _K0_B if order == 0 else _K1_B, et),
+                      ops.sqrt(x))
+        if scaled:
+            near = ops.mul(near, ops.exp(x))
+        else:
+            far = ops.mul(ops.exp(ops.neg(x)), far)
+        y = ops.where(ops.le(x, two), near, far)
+        y = ops.where(ops.eq(x, _c(0.0, et)), _c(math.inf, et), y)
+        y = ops.where(ops.lt(x, _c(0.0, et)), _c(math.nan, et), y)
+        return cast(y, want)
+    return conv
+
+
+register("aten.special_modified_bessel_k0.default")(_bessel_k(0, scaled=False))
+register("aten.special_modified_bessel_k1.default")(_bessel_k(1, scaled=False))
+register("aten.special_scaled_modified_bessel_k0.default")(_bessel_k(0, scaled=True))
+register("aten.special_scaled_modified_bessel_k1.default")(_bessel_k(1, scaled=True))
 
 # ---- ndtri (Cephes ndtri.c) ---------------------------------------------------------------------
 

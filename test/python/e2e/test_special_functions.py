@@ -60,7 +60,7 @@ def test_signbit_and_half_precision():
 # Cephes series and rational approximations (importer/series_functions.py): the coefficients
 # torch's kernels use, so each matches eager in its own dtype (float32 overflows where eager's
 # does); the edges: +-0, the [0, 8] / (8, inf) switch, +-inf, NaN; ndtri's 0, 1, outside [0, 1]
-# and the exp(-2) switches of its three rational functions.
+# and the exp(-2) switches of its three rational functions; K's switch at 2.
 P = torch.cat([torch.rand(400, generator=_G), torch.rand(100, generator=_G) ** 20,
                torch.tensor([0.0, 1.0, -0.1, 1.1, 0.5, 0.13533528, 0.86466472, 1e-30, 1 - 1e-7, math.nan])])
 SERIES = [("i0", torch.i0, X), ("i0e", torch.special.i0e, X), ("i1", torch.special.i1, X),
@@ -68,7 +68,9 @@ SERIES = [("i0", torch.i0, X), ("i0e", torch.special.i0e, X), ("i1", torch.speci
           ("modified_bessel_i1", torch.special.modified_bessel_i1, X), ("ndtri", torch.special.ndtri, P),
           ("spherical_bessel_j0", torch.special.spherical_bessel_j0, X), ("bessel_j0", torch.special.bessel_j0, X),
           ("bessel_j1", torch.special.bessel_j1, X), ("bessel_y0", torch.special.bessel_y0, X),
-          ("bessel_y1", torch.special.bessel_y1, X)]
+          ("bessel_y1", torch.special.bessel_y1, X)] \
+    + [(n, getattr(torch.special, n), X) for n in ("modified_bessel_k0", "modified_bessel_k1",
+                                                  "scaled_modified_bessel_k0", "scaled_modified_bessel_k1")]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=["f32", "f64", "bf16"])
