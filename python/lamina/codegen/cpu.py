@@ -537,6 +537,9 @@ class CpuTarget:
             # sin/cos after vectorization: as vector ops they branch per vector to the cheap
             # f32 reduction when every lane is in its range.
             run_pass("lamina-expand-math", module)
+        # (the log1p/expm1 expand-math left, f64 among them: convert-math-to-llvm's
+        # log(1 + x) and exp(x) - 1 would be wrong near 0)
+        run_pass("lamina-precise-log1p-expm1", module)
 
     def load(self, module: ir.Module) -> CpuKernelLibrary:
         return CpuKernelLibrary(module, opt_level=_opt_level())

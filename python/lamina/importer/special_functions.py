@@ -9,7 +9,11 @@ f32), with eager's values at the special points (poles, +-0, +-inf, NaN):
                  psi(1 - x) - pi / tan(pi x); digamma(+-0) = -+inf, negative integers NaN;
                  polygamma(0, x) too (higher orders: not yet)
     erfc(x)      1 - erf(x) for x < 0.5 (no cancellation there), else Numerical Recipes'
-                 erfcc fit t exp(-x^2 + P(t)) (relative error < 1.2e-7: float32 and below)
+                 erfcc fit t exp(-x^2 + P(t)) (relative error < 1.2e-7: float32 and below);
+                 in float64 Cephes': 1 - erf(x) below |x| = 1, exp(-x^2) erfcx(|x|) above
+    erfcx(x)     (in float64) exp(x^2) (1 - erf(x)) below 1, Cephes' rational functions of
+                 erfc(x) exp(x^2) up to 50, torch's continued fraction above; negatives by
+                 2 exp(x^2) - erfcx(-x). log_ndtr(x) from it as torch does
     erfinv(y)    Giles' single-precision polynomials, then Newton steps on erf (two in
                  float64); +-1 -> +-inf, |y| > 1 -> NaN
     atan2(y, x)  atan(y / x) moved to its quadrant, with IEEE's values at zeros and infinities
@@ -20,8 +24,6 @@ f32), with eager's values at the special points (poles, +-0, +-inf, NaN):
 from __future__ import annotations
 
 import math
-
-import torch
 
 from ..dialect import ops
 from ..dialect import types as T
@@ -147,21 +149,90 @@ _ERFCC = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.278868
           1.48851587, -0.82215223, 0.17087277]
 
 
-def _no_float64(node):
-    val = node.meta.get("val")
-    if val is not None and val.dtype == torch.float64:
-        return "erfc in float64 (lamina's erfc is accurate to float32)"
-    return None
+# erfc(x) exp(x^2) = P(x) / Q(x) on [1, 8), R(x) / S(x) on [8, inf) (Cephes ndtr.c; Q and S
+# with an implicit leading 1), coefficients highest power first
+_ERFC_P = [2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0,
+           4.86371970985681366614E1, 1.96520832956077098242E2, 5.26445194995477358631E2,
+           9.34528527171957607540E2, 1.02755188689515710272E3, 5.57535335369399327526E2]
+_ERFC_Q = [1.0, 1.32281951154744992508E1, 8.67072140885989742329E1, 3.54937778887819891062E2,
+           9.75708501743205489753E2, 1.82390916687909736289E3, 2.24633760818710981792E3,
+           1.65666309194161350182E3, 5.57535340817727675546E2]
+_ERFC_R = [5.64189583547755073984E-1, 1.27536670759978104416E0, 5.01905042251180477414E0,
+           6.16021097993053585195E0, 7.40974269950448939160E0, 2.97886665372100240670E0]
+_ERFC_S = [1.0, 2.26052863220117276590E0, 9.39603524938001434673E0, 1.20489539808096656605E1,
+           1.70814450747565897222E1, 9.60896809063285878198E0, 3.36907645100081516050E0]
+_INV_SQRT_PI = 0.56418958354775628694807945156
 
 
-@register("aten.erfc.default", check=_no_float64)
+def _horner(t, highest_first, et):
+    return _poly(t, list(reversed(highest_first)), et)
+
+
+def _erfcx_positive(ax):
+    """erfc(x) exp(x^2) for x = |x| >= 1 (f64): Cephes' rational functions below 50, then
+    the continued fraction torch's erfcx uses (1 / (sqrt(pi) x) beyond 5e7)."""
+    et = elem(ax)
+    mid = ops.div(_horner(ax, _ERFC_P, et), _horner(ax, _ERFC_Q, et))
+    far = ops.div(_horner(ax, _ERFC_R, et), _horner(ax, _ERFC_S, et))
+    x2 = ops.mul(ax, ax)
+    asym = ops.div(ops.mul(_c(_INV_SQRT_PI, et), ops.add(ops.mul(x2, ops.add(x2, _c(4.5, et))), _c(2.0, et))),
+                   ops.mul(ax, ops.add(ops.mul(x2, ops.add(x2, _c(5.0, et))), _c(3.75, et))))
+    y = ops.where(ops.gt(ax, _c(5e7, et)), ops.div(_c(_INV_SQRT_PI, et), ax), asym)
+    y = ops.where(ops.lt(ax, _c(50.0, et)), far, y)
+    return ops.where(ops.lt(ax, _c(8.0, et)), mid, y)
+
+
+def _erfcx_f64(x):
+    """erfcx(x) = exp(x^2) erfc(x) in f64: exp(x^2) (1 - erf(x)) below 1, the rational
+    functions above; x < 0 by 2 exp(x^2) - erfcx(-x) (inf below -26.7, as torch)."""
+    et = elem(x)
+    ax = ops.abs(x)
+    near = ops.mul(ops.exp(ops.mul(ax, ax)), ops.sub(_c(1.0, et), ops.erf(ax)))
+    pos = ops.where(ops.lt(ax, _c(1.0, et)), near, _erfcx_positive(ax))
+    neg = ops.sub(ops.mul(_c(2.0, et), ops.exp(ops.mul(x, x))), pos)
+    return ops.where(ops.lt(x, _c(0.0, et)), neg, pos)
+
+
+def _erfc_f64(x):
+    """erfc in f64 (Cephes): 1 - erf(x) for |x| < 1, else exp(-x^2) erfcx(|x|), 2 minus
+    that for negatives."""
+    et = elem(x)
+    ax = ops.abs(x)
+    tail = ops.mul(ops.exp(ops.neg(ops.mul(ax, ax))), _erfcx_positive(ax))
+    tail = ops.where(ops.lt(x, _c(0.0, et)), ops.sub(_c(2.0, et), tail), tail)
+    return ops.where(ops.lt(ax, _c(1.0, et)), ops.sub(_c(1.0, et), ops.erf(x)), tail)
+
+
+@register("aten.erfc.default")
 def _erfc(imp, node, a):
     want, et = _compute_type(node)
+    if str(et) == "f64":
+        return _erfc_f64(cast(a.self, et))
     x = cast(a.self, et)
     near = ops.sub(_c(1.0, et), ops.erf(x))
     t = ops.div(_c(1.0, et), ops.add(_c(1.0, et), ops.mul(_c(0.5, et), ops.abs(x))))
     tail = ops.mul(t, ops.exp(ops.sub(_poly(t, _ERFCC, et), ops.mul(x, x))))
     return cast(ops.where(ops.lt(x, _c(0.5, et)), near, tail), want)
+
+
+@register("aten.special_erfcx.default")
+def _erfcx(imp, node, a):
+    """(in f64 for every float type: exp(x^2) overflows float32 from x = 9.4)"""
+    want, _ = _compute_type(node)
+    return cast(_erfcx_f64(cast(a.self, T.element_type("f64"))), want)
+
+
+@register("aten.special_log_ndtr.default")
+def _log_ndtr(imp, node, a):
+    """log(Phi(x)), as torch: with t = x / sqrt(2), log(erfcx(-t) / 2) - t^2 below x = -1
+    (no underflow), log1p(-erfc(t) / 2) above (in f64)."""
+    want, _ = _compute_type(node)
+    f64 = T.element_type("f64")
+    x = cast(a.self, f64)
+    t = ops.mul(x, _c(math.sqrt(0.5), f64))
+    low = ops.sub(ops.log(ops.mul(_erfcx_f64(ops.neg(t)), _c(0.5, f64))), ops.mul(t, t))
+    high = ops.log1p(ops.mul(_erfc_f64(t), _c(-0.5, f64)))
+    return cast(ops.where(ops.lt(x, _c(-1.0, f64)), low, high), want)
 
 
 _GILES_CENTRAL = [1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087, -4.39150654e-06,

@@ -712,3 +712,64 @@ def expand_math_pass(module: ir.Module, fma: str | None = None, skip: str = "", 
     sin/cos after vectorization, where they may branch per vector)."""
     expand_math(module, fma=None if fma is None else str(fma).strip() not in ("0", "false", "no", "off"),
                 skip=tuple(n.strip() for n in str(skip).split(",") if n.strip()))
+
+
+def _float_const(E, like: ir.Value, v: float):
+    elem = E._elem(like)
+    return E._const(elem, ir.FloatAttr.get(elem, float(v)))
+
+
+def precise_log1p_(E, x):
+    """Kahan's log1p: log(u) * x / (u - 1) with u = 1 + x, which cancels u's rounding error
+    (x where u - 1 is 0: |x| below half an ulp of 1, -0.0 included; inf for inf)."""
+    one = _float_const(E, x, 1.0)
+    u = E.add(one, x)
+    d = E.sub(u, one)
+    r = E.mul(math.log(u), E.div(x, d))
+    r = E.select(E.cmp("oeq", u, _float_const(E, x, _pymath_inf)), u, r)
+    return E.select(E.cmp("oeq", d, _float_const(E, x, 0.0)), x, r)
+
+
+def precise_expm1_(E, x):
+    """Kahan's expm1: (u - 1) x / log(u) with u = exp(x) (x where u is 1; -1 where u - 1 is;
+    inf for inf)."""
+    one = _float_const(E, x, 1.0)
+    u = math.exp(x)
+    um1 = E.sub(u, one)
+    r = E.div(E.mul(um1, x), math.log(u))
+    r = E.select(E.cmp("oeq", u, _float_const(E, x, _pymath_inf)), u, r)
+    r = E.select(E.cmp("oeq", um1, _float_const(E, x, -1.0)), um1, r)
+    return E.select(E.cmp("oeq", u, one), x, r)
+
+
+_pymath_inf = float("inf")
+
+
+def precise_log1p_expm1(module: ir.Module | ir.Operation) -> int:
+    """Rewrite the math.log1p / math.expm1 left (every float type; f32 ones when
+    lamina-expand-math did not take them) into Kahan's formulas on math.log / math.exp:
+    MLIR's convert-math-to-llvm lowers them to log(1 + x) and exp(x) - 1, whose error near 0
+    is unbounded (f64 log1p(1e-20) gave 0). The CPU target runs it always."""
+    root = module.operation if isinstance(module, ir.Module) else module
+    targets = []
+
+    def collect(o):
+        if o.name in ("math.log1p", "math.expm1"):
+            targets.append(o)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(collect)
+    for o in targets:
+        with ir.InsertionPoint(o), o.location:
+            E = Mlir(o.results[0].type)
+            new = (precise_log1p_ if o.name == "math.log1p" else precise_expm1_)(E, o.operands[0])
+        o.results[0].replace_all_uses_with(new)
+        o.erase()
+    return len(targets)
+
+
+@register_pass("lamina-precise-log1p-expm1", level="L3",
+               description="math.log1p / math.expm1 to Kahan's formulas on log / exp (convert-math-to-llvm's "
+                           "log(1 + x) and exp(x) - 1 lose all precision near 0)")
+def precise_log1p_expm1_pass(module: ir.Module, **options) -> None:
+    precise_log1p_expm1(module)
