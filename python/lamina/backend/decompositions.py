@@ -114,7 +114,8 @@ _OVERRIDES = {
 
 # Ops outside the core-ATen table whose decomposition in torch's full table is composed of
 # ops lamina compiles (as Inductor adds them to its table); OpInfo checks each against eager.
-# (Bessel functions, ndtri, erfcx, frexp and as_strided_scatter decompose to prims: not here.)
+# (Bessel functions, ndtri, erfcx, frexp and as_strided_scatter decompose to prims: not here;
+# the importer has the special functions itself: importer/series_functions.py, special_functions.py.)
 _EXTRA = ("addmv.default", "dist.default", "grid_sampler_2d.default", "permute_copy.default",
           "narrow_copy.default", "unbind_copy.int", "as_strided_copy.default",
           "_batch_norm_with_update_functional.default")

@@ -7,7 +7,8 @@ f32), with eager's values at the special points (poles, +-0, +-inf, NaN):
                  lgamma(1 - x) with sin(pi x) from x - round(x); poles (0, -1, ...) -> inf
     digamma(x)   the asymptotic series at w >= 10 (recurrence below), reflection
                  psi(1 - x) - pi / tan(pi x); digamma(+-0) = -+inf, negative integers NaN;
-                 polygamma(0, x) too (higher orders: not yet)
+                 polygamma(0, x) too; polygamma(1, x) as torch's trigamma (reflection below
+                 1/2, six recurrence steps, the asymptotic series); higher orders: not yet
     erfc(x)      1 - erf(x) for x < 0.5 (no cancellation there), else Numerical Recipes'
                  erfcc fit t exp(-x^2 + P(t)) (relative error < 1.2e-7: float32 and below);
                  in float64 Cephes': 1 - erf(x) below |x| = 1, exp(-x^2) erfcx(|x|) above
@@ -25,9 +26,11 @@ from __future__ import annotations
 
 import math
 
+from mlir import ir
+
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import cast, constant, elem, meta_type, register
+from .aten_ops import as_value, cast, constant, elem, meta_type, register
 
 
 def _compute_type(node):
@@ -115,12 +118,109 @@ def _digamma_positive(z, et):
 
 def _polygamma_check(node):
     n = node.args[0] if node.args else node.kwargs.get("n")
-    return None if n == 0 else f"polygamma of order {n} (lamina has order 0, digamma)"
+    return None if isinstance(n, int) and n >= 0 else f"polygamma of order {n}"
 
 
 @register("aten.polygamma.default", check=_polygamma_check)
 def _polygamma(imp, node, a):
-    return _digamma_of(node, a.self)
+    """Orders 0 and 1: digamma and torch's trigamma; n >= 2 as torch: (-1)^(n+1) n!
+    zeta(n + 1, x) (in f64)."""
+    if a.n <= 1:
+        return _digamma_of(node, a.self) if a.n == 0 else _trigamma_of(node, a.self)
+    want, _ = _compute_type(node)
+    f64 = T.element_type("f64")
+    x = cast(a.self, f64)
+    z = _zeta(ops.add(ops.mul(x, _c(0.0, f64)), _c(float(a.n + 1), f64)), x, f64)
+    sign = 1.0 if a.n % 2 else -1.0
+    return cast(ops.mul(_c(sign * math.exp(math.lgamma(a.n + 1)), f64), z), want)
+
+
+# Euler-Maclaurin's B_2k / (2k)! denominators (Cephes zeta.c)
+_ZETA_A = [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+           1.8152105401943546773e17, -7.1661652561756670113e18]
+_MACHEP = 1.11022302462515654042e-16
+# The direct sum runs until n + q > 9 (at least 9 terms): ZETA_TERMS covers q > 9 - ZETA_TERMS;
+# below that (a negative non-integer q with an integer x) the result is NaN, not torch's value
+ZETA_TERMS = 48
+
+
+def _zeta(x, q, et):
+    """Hurwitz zeta(x, q) as torch's (Cephes zeta.c): q^-x + (q+1)^-x + ... until q + n > 9
+    (at least 9 terms; done early once a term is below MACHEP of the sum), then the
+    Euler-Maclaurin tail (12 terms, the same early stop). Each step is evaluated for every
+    element and kept where that element's loop is still running."""
+    one, zero = _c(1.0, et), _c(0.0, et)
+    neg_x = ops.neg(x)
+    s = ops.pow(q, neg_x)
+    a, b = q, ops.mul(zero, q)
+    done = ops.lt(ops.add(x, q), _c(-math.inf, et))   # (all false, broadcast to x and q)
+    for j in range(ZETA_TERMS):
+        running = ops.logical_not(done)
+        if j >= 9:
+            running = ops.logical_and(running, ops.le(a, _c(9.0, et)))
+        a_next = ops.add(a, one)
+        b_next = ops.pow(a_next, neg_x)
+        s_next = ops.add(s, b_next)
+        exit_now = ops.logical_and(running, ops.logical_and(ops.lt(ops.mul(_c(-_MACHEP, et), s_next), b_next),
+                                                            ops.lt(b_next, ops.mul(_c(_MACHEP, et), s_next))))
+        a, b, s = (ops.where(running, a_next, a), ops.where(running, b_next, b), ops.where(running, s_next, s))
+        done = ops.logical_or(done, exit_now)
+    incomplete = ops.logical_and(ops.logical_not(done), ops.le(a, _c(9.0, et)))
+    w = a
+    s = ops.where(done, s, ops.sub(ops.add(s, ops.div(ops.mul(b, w), ops.sub(x, one))), ops.mul(_c(0.5, et), b)))
+    fac, k = one, 0.0
+    for coefficient in _ZETA_A:
+        fac = ops.mul(fac, ops.add(x, _c(k, et)))
+        b = ops.div(b, w)
+        t = ops.div(ops.mul(fac, b), _c(coefficient, et))
+        s_next = ops.add(s, t)
+        running = ops.logical_not(done)
+        s = ops.where(running, s_next, s)
+        done = ops.logical_or(done, ops.logical_and(running, ops.lt(ops.abs(ops.div(t, s_next)), _c(_MACHEP, et))))
+        k += 1.0
+        fac = ops.mul(fac, ops.add(x, _c(k, et)))
+        b = ops.div(b, w)
+        k += 1.0
+    s = ops.where(incomplete, _c(math.nan, et), s)
+    # x == 1 or a pole q = 0, -1, ...: inf; x < 1, or q < 0 with a fractional x: NaN
+    q_nonpositive = ops.le(q, zero)
+    s = ops.where(ops.logical_and(q_nonpositive, ops.logical_not(_is_integer(x))), _c(math.nan, et), s)
+    s = ops.where(ops.logical_and(q_nonpositive, _is_integer(q)), _c(math.inf, et), s)
+    s = ops.where(ops.lt(x, one), _c(math.nan, et), s)
+    return ops.where(ops.eq(x, one), _c(math.inf, et), s)
+
+
+@register("aten.special_zeta.default", "aten.special_zeta.self_scalar", "aten.special_zeta.other_scalar")
+def _special_zeta(imp, node, a):
+    """(in f64 for every float type, as torch's CPU kernel accumulates)"""
+    want, _ = _compute_type(node)
+    f64 = T.element_type("f64")
+    x = cast(as_value(a.self, a.other if isinstance(a.other, ir.Value) else None), f64)
+    q = cast(as_value(a.other, a.self if isinstance(a.self, ir.Value) else None), f64)
+    return cast(_zeta(x, q, f64), want)
+
+
+def _trigamma_of(node, value):
+    """polygamma(1, x) as torch's calc_trigamma: x < 1/2 by reflection (pi^2 / sin^2(pi x)
+    - psi1(1 - x), sin(pi x) unreduced as there), six recurrence steps, then the asymptotic
+    series 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5) + 1/(42x^7)."""
+    want, et = _compute_type(node)
+    x = cast(value, et)
+    one = _c(1.0, et)
+    reflect = ops.lt(x, _c(0.5, et))
+    sin_pi_x = ops.sin(ops.mul(_c(math.pi, et), x))
+    result = ops.where(reflect, ops.neg(ops.div(_c(math.pi * math.pi, et), ops.mul(sin_pi_x, sin_pi_x))), _c(0.0, et))
+    z = ops.where(reflect, ops.sub(one, x), x)
+    for _ in range(6):
+        result = ops.add(result, ops.div(one, ops.mul(z, z)))
+        z = ops.add(z, one)
+    ixx = ops.div(one, ops.mul(z, z))
+    tail = ops.sub(_c(1.0 / 30, et), ops.mul(ixx, _c(1.0 / 42, et)))
+    tail = ops.mul(ixx, ops.sub(_c(1.0 / 6, et), ops.mul(ixx, tail)))
+    tail = ops.add(ops.add(one, ops.div(one, ops.mul(_c(2.0, et), z))), tail)
+    result = ops.add(result, ops.div(tail, z))
+    return cast(ops.where(reflect, ops.neg(result), result), want)
 
 
 @register("aten.digamma.default")

@@ -9,9 +9,9 @@ import lamina.backend
 from lamina.backend import LaminaFallbackWarning
 
 
-def with_erfcx(x):
-    # aten.special_erfcx has no lamina lowering: it runs eagerly between two compiled parts.
-    return torch.special.erfcx(torch.sin(x) * 2.0 + 3.0) + torch.cos(x)
+def with_airy_ai(x):
+    # aten.special_airy_ai has no lamina lowering: it runs eagerly between two compiled parts.
+    return torch.special.airy_ai(torch.sin(x) * 2.0 + 3.0) + torch.cos(x)
 
 
 def test_unsupported_op_falls_back_with_a_warning(tmp_path, monkeypatch):
@@ -22,14 +22,14 @@ def test_unsupported_op_falls_back_with_a_warning(tmp_path, monkeypatch):
     x = torch.randn(6, 10)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = torch.compile(with_erfcx, backend="lamina")(x)
-    torch.testing.assert_close(out, with_erfcx(x), rtol=1e-4, atol=1e-5)
+        out = torch.compile(with_airy_ai, backend="lamina")(x)
+    torch.testing.assert_close(out, with_airy_ai(x), rtol=1e-4, atol=1e-5)
     fallback_warnings = [w for w in caught if issubclass(w.category, LaminaFallbackWarning)]
     assert len(fallback_warnings) == 1
-    assert "aten.special_erfcx" in str(fallback_warnings[0].message)
+    assert "aten.special_airy_ai" in str(fallback_warnings[0].message)
     record = json.loads(report_file.read_text().splitlines()[-1])
-    assert record["fallback_ops"] == ["aten.special_erfcx.default"]
-    assert record["kernels"] >= 1, "the supported ops around erfcx should still be compiled"
+    assert record["fallback_ops"] == ["aten.special_airy_ai.default"]
+    assert record["kernels"] >= 1, "the supported ops around airy_ai should still be compiled"
     assert 0 < record["ops_compiled"] < record["ops_total"]
 
 
@@ -41,11 +41,11 @@ def test_strict_mode_names_the_op_and_the_source_line(how, monkeypatch):
         options = {"strict": True}
     else:
         monkeypatch.setenv("LAMINA_STRICT", "1")
-    compiled = torch.compile(with_erfcx, backend="lamina", options=options)
+    compiled = torch.compile(with_airy_ai, backend="lamina", options=options)
     with pytest.raises(Exception) as info:
         compiled(torch.randn(6, 10))
     message = str(info.value)
-    assert "aten.special_erfcx" in message
+    assert "aten.special_airy_ai" in message
     assert "test_fallback.py" in message  # where it came from in the user's code
 
 
