@@ -465,6 +465,14 @@ irdl.dialect @lamina {
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
+  // bitcast(input) to the result's element type of the same bit width: the same bits read as
+  // another type (float <-> integer), as torch's Tensor.view(dtype)
+  irdl.operation @bitcast {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
   // ---- Sources.
   // a constant tensor (scalars are rank-0, full() is a splat)
   irdl.operation @constant {

@@ -133,9 +133,17 @@ func.func @scatter_bad_reduce(%d: tensor<10xf32>, %i: tensor<4xi64>, %u: tensor<
 
 // -----
 
+// A bitcast keeps the shape and the bit width.
+func.func @bitcast_width(%a: tensor<4xf32>) -> tensor<4xi64> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.bitcast' op needs the same shape and bit width
+  %0 = "lamina.bitcast"(%a) : (tensor<4xf32>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
 // Valid chunks still print: the errors of the others do not stop them.
 // CHECK: func.func @valid
 func.func @valid(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
-

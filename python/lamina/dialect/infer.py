@@ -41,7 +41,7 @@ BITWISE_BINARY_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor")
 SHIFT_OPS = ("bitwise_left_shift", "bitwise_right_shift")
 DIVISION_OPS = ("fmod", "remainder", "div_trunc", "div_floor")
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "var")
-RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "constant", "iota", "size", "random_uniform")
+RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "bitcast", "constant", "iota", "size", "random_uniform")
 
 
 def rule(*names):
@@ -64,6 +64,13 @@ def infer_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict) -
 
 
 # ---- helpers -----------------------------------------------------------------
+
+def _bit_width(t: ir.Type) -> int | None:
+    """Bits of an integer or float element type (f16/bf16 16, f32 32, ...)."""
+    if isinstance(t, ir.IntegerType):
+        return t.width
+    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(str(t))
+
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """numpy/torch broadcasting; a string (or None) is a symbolic size. torch guarantees a
@@ -357,6 +364,10 @@ def check_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict, r
             src, dst = T.shape_of(operand_types[0]), T.shape_of(r)
             if None not in src + dst and broadcast_shapes(src, dst) != dst:
                 raise ShapeError(f"lamina.broadcast_to: {operand_types[0]} does not broadcast to {r}")
+        elif op_name == "bitcast":
+            src = ir.RankedTensorType(operand_types[0])
+            if T.shape_of(src) != T.shape_of(r) or _bit_width(src.element_type) != _bit_width(r.element_type):
+                raise ShapeError(f"lamina.bitcast needs the same shape and bit width: {src} -> {r}")
         elif op_name == "iota" and r.rank != 1:
             raise ShapeError("lamina.iota result must be rank 1")
         elif op_name == "size" and (r.rank != 0 or str(r.element_type) != "i64"):

@@ -21,6 +21,7 @@ f32), with eager's values at the special points (poles, +-0, +-inf, NaN):
     hypot(x, y)  m sqrt(1 + (n / m)^2) (no overflow), inf wins over NaN
     copysign, signbit   the sign from x < 0 or 1 / x < 0 (-0.0); NaN counts as positive
     ldexp(x, e)  x * 2^e
+    nextafter(x, y)   x's bits (lamina.bitcast) one step towards y; f32 and f64
 """
 from __future__ import annotations
 
@@ -437,3 +438,37 @@ def _ldexp(imp, node, a):
     want, et, x, e = _binary_floats(node, a)
     return cast(ops.mul(x, ops.pow(_c(2.0, et), e)), want)
 
+
+
+def _nextafter_check(node):
+    val = node.meta.get("val")
+    if val is not None and str(val.dtype) not in ("torch.float32", "torch.float64"):
+        return f"nextafter of {val.dtype} (lamina steps float32 and float64)"
+    return None
+
+
+@register("aten.nextafter.default", check=_nextafter_check)
+def _nextafter(imp, node, a):
+    """The float next to x towards y: x's bits (lamina.bitcast) plus one away from zero, minus
+    one towards it; y where x == y, +-the smallest subnormal (y's sign) from 0, NaN with a
+    NaN."""
+    want = meta_type(node)
+    et = want.element_type
+    x, y = cast(a.self, et), cast(a.other, et)
+    shape = T.dims_of(want)
+    if T.dims_of(x.type) != shape:
+        x = ops.broadcast_to(x, result_type=want)
+    if T.dims_of(y.type) != shape:
+        y = ops.broadcast_to(y, result_type=want)
+    width = 32 if str(et) == "f32" else 64
+    it = T.element_type(f"i{width}")
+    bits = ops.bitcast(x, result_type=T.with_element_type(want, it))
+    zero = _c(0.0, et)
+    away = ops.eq(ops.gt(x, zero), ops.gt(y, x))   # (x > 0 and y > x) or (x < 0 and y < x)
+    step = ops.where(away, constant(1, it), constant(-1, it))
+    stepped = ops.bitcast(ops.add(bits, step), result_type=want)
+    tiny = 2.0 ** (-149 if width == 32 else -1074)
+    from_zero = ops.where(ops.gt(y, zero), _c(tiny, et), _c(-tiny, et))
+    r = ops.where(ops.eq(x, zero), from_zero, stepped)
+    r = ops.where(ops.eq(x, y), y, r)
+    return ops.where(ops.logical_or(ops.ne(x, x), ops.ne(y, y)), ops.add(x, y), r)

@@ -404,6 +404,12 @@ def _lower_cast(op: ir.Operation) -> ir.Value:
     return _elementwise([op.operands[0]], rt, lambda x: convert(x, rt.element_type))
 
 
+@lowering("bitcast")
+def _lower_bitcast(op: ir.Operation) -> ir.Value:
+    rt = _rt(op.results[0])
+    return _elementwise([op.operands[0]], rt, lambda x: arith.bitcast(rt.element_type, x))
+
+
 # ---- binary elementwise -------------------------------------------------------------------
 
 def _promoted(a: ir.Value, b: ir.Value) -> ir.Type:
