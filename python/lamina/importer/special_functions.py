@@ -22,6 +22,7 @@ f32), with eager's values at the special points (poles, +-0, +-inf, NaN):
     copysign, signbit   the sign from x < 0 or 1 / x < 0 (-0.0); NaN counts as positive
     ldexp(x, e)  x * 2^e
     nextafter(x, y)   x's bits (lamina.bitcast) one step towards y; f32 and f64
+    frexp(x)     mantissa and exponent from x's bits (subnormals scaled up first)
 """
 from __future__ import annotations
 
@@ -472,3 +473,31 @@ def _nextafter(imp, node, a):
     r = ops.where(ops.eq(x, zero), from_zero, stepped)
     r = ops.where(ops.eq(x, y), y, r)
     return ops.where(ops.logical_or(ops.ne(x, x), ops.ne(y, y)), ops.add(x, y), r)
+
+
+@register("aten.frexp.Tensor")
+def _frexp(imp, node, a):
+    """(mantissa in [0.5, 1) with x's sign, int32 exponent) from x's bits (lamina.bitcast):
+    subnormals scaled into the normal range first; 0, inf and NaN give (x, 0), as eager.
+    f16/bf16 in f32 (exact: their mantissas fit)."""
+    want_m = meta_type(node, 0).element_type
+    et = T.element_type("f64") if str(want_m) == "f64" else T.element_type("f32")
+    width, mbits, bias, scale = (64, 52, 1022, 54) if str(et) == "f64" else (32, 23, 126, 25)
+    it = T.element_type(f"i{width}")
+    x = cast(a.self, et)
+    shaped = T.with_element_type(x.type, it)
+    zero = _c(0.0, et)
+    subnormal = ops.logical_and(ops.lt(ops.abs(x), _c(2.0 ** -bias, et)), ops.ne(x, zero))   # (below the smallest normal)
+    xs = ops.where(subnormal, ops.mul(x, _c(2.0 ** scale, et)), x)
+    bits = ops.bitcast(xs, result_type=shaped)
+    field_mask = (1 << (width - mbits - 1)) - 1
+    field = ops.bitwise_and(ops.bitwise_right_shift(bits, constant(mbits, it)), constant(field_mask, it))
+    exponent = ops.sub(ops.sub(field, constant(bias, it)), ops.where(subnormal, constant(scale, it), constant(0, it)))
+    keep = ~(field_mask << mbits) & ((1 << width) - 1)
+    keep = keep - (1 << width) if keep >= 1 << (width - 1) else keep   # (as a signed constant)
+    mantissa = ops.bitcast(ops.bitwise_or(ops.bitwise_and(bits, constant(keep, it)), constant(bias << mbits, it)),
+                           result_type=x.type)
+    regular = ops.logical_and(ops.ne(x, zero), ops.lt(ops.abs(x), _c(math.inf, et)))
+    mantissa = ops.where(regular, mantissa, x)
+    exponent = ops.where(regular, exponent, constant(0, it))
+    return cast(mantissa, want_m), cast(exponent, T.element_type("i32"))
