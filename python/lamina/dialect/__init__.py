@@ -15,6 +15,18 @@ from . import infer, ops, types  # noqa: F401
 _LOADED_ATTR = "_lamina_dialect_loaded"
 
 
+def _register_python_module() -> None:
+    """Give the bindings a Python module for the dialect (python_bindings/lamina.py says why)."""
+    from mlir._mlir_libs import _mlir
+
+    prefix = f"{__name__}.python_bindings"
+    if prefix not in _mlir.globals.dialect_search_modules:
+        _mlir.globals.append_dialect_search_prefix(prefix)
+
+
+_register_python_module()
+
+
 def load(ctx: ir.Context | None = None) -> None:
     """Load the lamina dialect into `ctx` (default: the current context). Idempotent."""
     from mlir.dialects import irdl

@@ -1,0 +1,1 @@
+"""Where MLIR's Python bindings find a Python module for the lamina dialect (see lamina.py)."""
