@@ -621,15 +621,17 @@ class FxImporter:
 
 
 def _uint8_scalars(node, args) -> None:
-    """A Python int operand of an op that computes in uint8 (its result is uint8, or it
-    compares a uint8 tensor) is converted to uint8 as torch does: -1 is 255 (x > -1 is
+    """A Python int operand of an op that computes in uint8 (a uint8 tensor operand and a
+    uint8 or bool result: arithmetic, comparisons) is converted to uint8 as torch does: -1 is 255 (x > -1 is
     all False, x.clamp(min=-5) clamps at 251, x // -2 divides by 254)."""
     val = node.meta.get("val")
-    if not _is_uint8(val):
-        first = node.args[0] if node.args else None
-        if not (isinstance(val, torch.Tensor) and val.dtype == torch.bool and isinstance(first, torch.fx.Node)
-                and _is_uint8(first.meta.get("val"))):
-            return
+    if not (_is_uint8(val) or (isinstance(val, torch.Tensor) and val.dtype == torch.bool)):
+        return
+    # (only next to a uint8 tensor operand: full/arange of dtype uint8 take their numbers as given)
+    uint8_inputs = []
+    torch.fx.node.map_arg((node.args, node.kwargs), lambda n: uint8_inputs.append(_is_uint8(n.meta.get("val"))))
+    if not any(uint8_inputs):
+        return
     for arg in node.target._schema.arguments:
         v = args.get(arg.name)
         # (Scalar operands, and Python ints in Tensor slots: dynamo passes x * 2 as mul.Tensor)

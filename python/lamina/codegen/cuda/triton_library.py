@@ -223,6 +223,8 @@ def _background_executor():
         if not _executor:
             _executor.append(ThreadPoolExecutor(4, thread_name_prefix="lamina-background-compile"))
         return _executor[0]
+
+
 _hook = {"installed": False, "previous": None}
 _hook_lock = threading.Lock()
 
