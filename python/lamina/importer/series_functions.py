@@ -19,7 +19,7 @@ import math
 
 from ..dialect import ops
 from .aten_ops import cast, register
-from .special_functions import _c, _compute_type, _poly
+from .special_functions import _c, _compute_type, _poly, _polevl
 
 # exp(-x) I0(x) on [0, 8], then exp(-x) sqrt(x) I0(x) on (8, inf): Chebyshev coefficients,
 # highest order first (Cephes i0.c)
@@ -198,11 +198,6 @@ _NDTRI_Q2 = [1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099
              2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
              2.89247864745380683936E-6, 6.79019408009981274425E-9]
 _EXP_M2 = 0.13533528323661269189   # exp(-2): the middle range's edge
-
-
-def _polevl(t, coefficients, et):
-    """Cephes polevl: coefficients highest power first."""
-    return _poly(t, list(reversed(coefficients)), et)
 
 
 @register("aten.special_ndtri.default")

@@ -54,6 +54,11 @@ def _poly(t, coefficients, et):
     return acc
 
 
+def _polevl(t, coefficients, et):
+    """Cephes polevl: coefficients highest power first."""
+    return _poly(t, list(reversed(coefficients)), et)
+
+
 def _is_integer(x):
     return ops.eq(x, ops.floor(x))
 
@@ -266,16 +271,14 @@ _ERFC_S = [1.0, 2.26052863220117276590E0, 9.39603524938001434673E0, 1.2048953980
 _INV_SQRT_PI = 0.56418958354775628694807945156
 
 
-def _horner(t, highest_first, et):
-    return _poly(t, list(reversed(highest_first)), et)
 
 
 def _erfcx_positive(ax):
     """erfc(x) exp(x^2) for x = |x| >= 1 (f64): Cephes' rational functions below 50, then
     the continued fraction torch's erfcx uses (1 / (sqrt(pi) x) beyond 5e7)."""
     et = elem(ax)
-    mid = ops.div(_horner(ax, _ERFC_P, et), _horner(ax, _ERFC_Q, et))
-    far = ops.div(_horner(ax, _ERFC_R, et), _horner(ax, _ERFC_S, et))
+    mid = ops.div(_polevl(ax, _ERFC_P, et), _polevl(ax, _ERFC_Q, et))
+    far = ops.div(_polevl(ax, _ERFC_R, et), _polevl(ax, _ERFC_S, et))
     x2 = ops.mul(ax, ax)
     asym = ops.div(ops.mul(_c(_INV_SQRT_PI, et), ops.add(ops.mul(x2, ops.add(x2, _c(4.5, et))), _c(2.0, et))),
                    ops.mul(ax, ops.add(ops.mul(x2, ops.add(x2, _c(5.0, et))), _c(3.75, et))))

@@ -679,25 +679,37 @@ def expand_math(module: ir.Module | ir.Operation, fma: bool | None = None, skip=
     host_has_fma()). Vector ops outside linalg bodies (after vectorization) may get a branch
     per vector (sin/cos: the f32 reduction when every lane is in its range)."""
     fma = host_has_fma() if fma is None else fma
+
+    def wanted(o):
+        name = o.name
+        return name.startswith("math.") and name[5:] in ALGORITHMS and name[5:] not in skip \
+            and _f32_element(o.results[0].type)
+
+    def expand(o):
+        E = Mlir(o.results[0].type, fma=fma, branch=not _in_linalg_body(o))
+        k = _constant_value(o.operands[1]) if o.name == "math.powf" else None
+        if k is not None and k in SMALL_POWERS:
+            return powi_(E, o.operands[0], int(k))
+        return ALGORITHMS[o.name[5:]](E, *o.operands)
+
+    return _rewrite_ops(module, wanted, expand)
+
+
+def _rewrite_ops(module: ir.Module | ir.Operation, wanted, build) -> int:
+    """Replace every op under `module` that `wanted` picks by the value `build(op)` makes at
+    its place (in its location); how many were replaced."""
     root = module.operation if isinstance(module, ir.Module) else module
     targets = []
 
     def collect(o):
-        name = o.name
-        if name.startswith("math.") and name[5:] in ALGORITHMS and name[5:] not in skip \
-                and _f32_element(o.results[0].type):
+        if wanted(o):
             targets.append(o)
         return ir.WalkResult.ADVANCE
 
     root.walk(collect)
     for o in targets:
         with ir.InsertionPoint(o), o.location:
-            E = Mlir(o.results[0].type, fma=fma, branch=not _in_linalg_body(o))
-            k = _constant_value(o.operands[1]) if o.name == "math.powf" else None
-            if k is not None and k in SMALL_POWERS:
-                new = powi_(E, o.operands[0], int(k))
-            else:
-                new = ALGORITHMS[o.name[5:]](E, *o.operands)
+            new = build(o)
         o.results[0].replace_all_uses_with(new)
         o.erase()
     return len(targets)
@@ -714,6 +726,9 @@ def expand_math_pass(module: ir.Module, fma: str | None = None, skip: str = "", 
                 skip=tuple(n.strip() for n in str(skip).split(",") if n.strip()))
 
 
+_INF = float("inf")
+
+
 def _float_const(E, like: ir.Value, v: float):
     elem = E._elem(like)
     return E._const(elem, ir.FloatAttr.get(elem, float(v)))
@@ -726,7 +741,7 @@ def precise_log1p_(E, x):
     u = E.add(one, x)
     d = E.sub(u, one)
     r = E.mul(math.log(u), E.div(x, d))
-    r = E.select(E.cmp("oeq", u, _float_const(E, x, _pymath_inf)), u, r)
+    r = E.select(E.cmp("oeq", u, _float_const(E, x, _INF)), u, r)
     return E.select(E.cmp("oeq", d, _float_const(E, x, 0.0)), x, r)
 
 
@@ -737,12 +752,9 @@ def precise_expm1_(E, x):
     u = math.exp(x)
     um1 = E.sub(u, one)
     r = E.div(E.mul(um1, x), math.log(u))
-    r = E.select(E.cmp("oeq", u, _float_const(E, x, _pymath_inf)), u, r)
+    r = E.select(E.cmp("oeq", u, _float_const(E, x, _INF)), u, r)
     r = E.select(E.cmp("oeq", um1, _float_const(E, x, -1.0)), um1, r)
     return E.select(E.cmp("oeq", u, one), x, r)
-
-
-_pymath_inf = float("inf")
 
 
 def precise_log1p_expm1(module: ir.Module | ir.Operation) -> int:
@@ -750,22 +762,9 @@ def precise_log1p_expm1(module: ir.Module | ir.Operation) -> int:
     lamina-expand-math did not take them) into Kahan's formulas on math.log / math.exp:
     MLIR's convert-math-to-llvm lowers them to log(1 + x) and exp(x) - 1, whose error near 0
     is unbounded (f64 log1p(1e-20) gave 0). The CPU target runs it always."""
-    root = module.operation if isinstance(module, ir.Module) else module
-    targets = []
-
-    def collect(o):
-        if o.name in ("math.log1p", "math.expm1"):
-            targets.append(o)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(collect)
-    for o in targets:
-        with ir.InsertionPoint(o), o.location:
-            E = Mlir(o.results[0].type)
-            new = (precise_log1p_ if o.name == "math.log1p" else precise_expm1_)(E, o.operands[0])
-        o.results[0].replace_all_uses_with(new)
-        o.erase()
-    return len(targets)
+    return _rewrite_ops(module, lambda o: o.name in ("math.log1p", "math.expm1"),
+                        lambda o: (precise_log1p_ if o.name == "math.log1p" else precise_expm1_)(
+                            Mlir(o.results[0].type), o.operands[0]))
 
 
 @register_pass("lamina-precise-log1p-expm1", level="L3",
