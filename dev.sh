@@ -37,6 +37,7 @@ case "${1:-}" in
           test/python/e2e/test_ops.py test/python/e2e/test_edge_cases.py test/python/e2e/test_zero_size.py \
           test/python/e2e/test_storage_views.py test/python/e2e/test_convolution.py test/python/e2e/test_indexing.py \
           test/python/e2e/test_division_modes.py test/python/e2e/test_scatter.py test/python/e2e/test_trig.py \
-          test/python/e2e/test_sorting.py test/python/e2e/test_quantization.py test/python/e2e/test_special_functions.py "$@" ;;
+          test/python/e2e/test_sorting.py test/python/e2e/test_quantization.py test/python/e2e/test_special_functions.py \
+          test/python/e2e/test_linalg_library.py "$@" ;;
   *) echo "usage: ./dev.sh demo | ./dev.sh test" >&2; exit 2 ;;
 esac

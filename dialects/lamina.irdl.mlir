@@ -674,6 +674,48 @@ irdl.dialect @lamina {
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
+  // ---- Library calls: one result of a dense linear-algebra routine (LAPACK / cuSOLVER
+  // through torch's own operator `callee`, e.g. "aten._linalg_svd.default"), called on the
+  // kernel's buffers (codegen/library_calls.py). `arguments`: the call's arguments as a JSON
+  // object (schema name -> value, tensors as {"operand": i}); `result` picks the callee's
+  // output. The callees are a fixed list (dialect/library_callees.py). IRDL unifies a
+  // variadic's types, so the number of tensor operands is in the name.
+  // library_call1(a) {callee, arguments, result}
+  irdl.operation @library_call1 {
+    %a = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %callee_attr = irdl.base "#builtin.string"
+    %arguments_attr = irdl.base "#builtin.string"
+    %result_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "callee" = %callee_attr, "arguments" = %arguments_attr, "result" = %result_attr }
+    irdl.operands(a: %a)
+    irdl.results(result: %result)
+  }
+  // library_call2(a, b) {callee, arguments, result}
+  irdl.operation @library_call2 {
+    %a = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %callee_attr = irdl.base "#builtin.string"
+    %arguments_attr = irdl.base "#builtin.string"
+    %result_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "callee" = %callee_attr, "arguments" = %arguments_attr, "result" = %result_attr }
+    irdl.operands(a: %a, b: %b)
+    irdl.results(result: %result)
+  }
+  // library_call3(a, b, c) {callee, arguments, result}
+  irdl.operation @library_call3 {
+    %a = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    %c = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %callee_attr = irdl.base "#builtin.string"
+    %arguments_attr = irdl.base "#builtin.string"
+    %result_attr = irdl.base "#builtin.integer"
+    irdl.attributes { "callee" = %callee_attr, "arguments" = %arguments_attr, "result" = %result_attr }
+    irdl.operands(a: %a, b: %b, c: %c)
+    irdl.results(result: %result)
+  }
   // ---- Composite ops, decomposed by lamina-decompose before lowering.
   // softmax(input) along dim
   irdl.operation @softmax {

@@ -142,6 +142,24 @@ func.func @bitcast_width(%a: tensor<4xf32>) -> tensor<4xi64> {
 
 // -----
 
+// A library call names one of the routines of dialect/library_callees.py ...
+func.func @library_call_unknown(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.library_call1' op 'aten.sin.default' is not a library routine lamina calls
+  %0 = "lamina.library_call1"(%a) {callee = "aten.sin.default", arguments = "{\"self\": {\"operand\": 0}}", result = 0 : i64} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// ... and its arguments refer to each operand once.
+func.func @library_call_operands(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // CHECK: invalid.mlir:[[@LINE+1]]:8: error: 'lamina.library_call2' op arguments refer to operands [0], expected each of 0..1 once
+  %0 = "lamina.library_call2"(%a, %b) {callee = "aten.cholesky_solve.default", arguments = "{\"self\": {\"operand\": 0}, \"upper\": false}", result = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
 // Valid chunks still print: the errors of the others do not stop them.
 // CHECK: func.func @valid
 func.func @valid(%a: tensor<4xf32>) -> tensor<4xf32> {

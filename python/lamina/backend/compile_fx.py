@@ -321,7 +321,34 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     entry["compile_s"] = round(time.perf_counter() - t0, 4)
     entry["fallback_ops"] = sorted(set(entry["fallback_ops"]))
     report.record(entry, options.report)
+    runnable = _with_effect_tokens(runnable, _effect_token_inputs(gm), rng_device)
     return with_index_checks(rng.seeded(runnable, rng_device) if needs_seed else runnable, checks)
+
+
+def _effect_token_inputs(gm: torch.fx.GraphModule) -> list[int]:
+    """Positions of the inputs that are AOTAutograd effect tokens (the first argument of a
+    with_effects: importer/library_calls.py)."""
+    hop = getattr(torch.ops.higher_order, "with_effects", None)
+    tokens = {n.args[0] for n in gm.graph.nodes if hop is not None and n.op == "call_function" and n.target is hop}
+    return [i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder") if n in tokens]
+
+
+def _with_effect_tokens(fn, positions: list[int], device: str):
+    """AOTAutograd passes None for effect tokens at run time; the compiled graph takes them
+    as empty tensors (nothing reads them: they order the effects in the IR)."""
+    if not positions:
+        return fn
+    empty = []   # (made at the first call: compiling runs under AOTAutograd's fake tensor mode)
+
+    def call(*args):
+        args = list(args)
+        for i in positions:
+            if args[i] is None:
+                if not empty:
+                    empty.append(torch.empty(0, device=device))
+                args[i] = empty[0]
+        return fn(*args)
+    return call
 
 
 def untraceable_graph(gm: torch.fx.GraphModule, options: Options, error: Exception):

@@ -230,8 +230,9 @@ class _Unranked(ctypes.Structure):
     _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
 
 
-_TORCH_DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16"}
-_ELEM_BYTES = {"f32": 4, "f64": 8, "bf16": 2, "f16": 2}
+_TORCH_DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16", "i32": "int32",
+                 "i64": "int64"}
+_ELEM_BYTES = {"f32": 4, "f64": 8, "bf16": 2, "f16": 2, "i32": 4, "i64": 8}
 
 
 def _library_available() -> bool:
@@ -316,30 +317,40 @@ _pending = threading.local()   # an exception of this thread's last library call
 
 
 def declared_library_functions(module: ir.Module) -> list[str]:
-    """The `lamina_conv_*` functions a lowered (LLVM dialect) module calls."""
-    prefix = "_mlir_ciface_" + SYMBOL_PREFIX
+    """The functions a lowered (LLVM dialect) module calls back into Python for: library
+    convolutions (`lamina_conv_*`) and library calls (`lamina_library_*`, library_calls.py)."""
+    from .library_calls import is_library_call
+
+    prefix = "_mlir_ciface_"
     names = []
     for op in module.body.operations:
         if op.operation.name == "llvm.func":
             sym = ir.StringAttr(op.attributes["sym_name"]).value
-            if sym.startswith(prefix):
-                names.append(sym[len("_mlir_ciface_"):])
+            if sym.startswith(prefix + SYMBOL_PREFIX) or is_library_call(sym[len(prefix):]):
+                names.append(sym[len(prefix):])
     return names
 
 
+def _function_for(name: str):
+    from .library_calls import callback, is_library_call
+
+    if is_library_call(name):
+        return callback(name)
+    x_elem, acc_elem = name[len(SYMBOL_PREFIX):].split("_")
+    return _callback(x_elem, acc_elem)
+
+
 def register_library_runtime(engine, names) -> None:
-    """Make the `lamina_conv_*` functions resolvable by `engine` (before any lookup: the
-    JIT links lazily)."""
+    """Make the functions of declared_library_functions resolvable by `engine` (before any
+    lookup: the JIT links lazily)."""
     for name in names:
-        x_elem, acc_elem = name[len(SYMBOL_PREFIX):].split("_")
-        engine.register_runtime(name, _callback(x_elem, acc_elem))
+        engine.register_runtime(name, _function_for(name))
 
 
 def callback_address(name: str) -> int:
-    """The address of the function a `lamina_conv_*` call runs (a loaded shared object's
-    callback slot is set to it: codegen/shared_object.py)."""
-    x_elem, acc_elem = name[len(SYMBOL_PREFIX):].split("_")
-    return ctypes.cast(_callback(x_elem, acc_elem), ctypes.c_void_p).value
+    """The address of the function a `lamina_conv_*` or `lamina_library_*` call runs (a
+    loaded shared object's callback slot is set to it: codegen/shared_object.py)."""
+    return ctypes.cast(_function_for(name), ctypes.c_void_p).value
 
 
 def raise_pending_error() -> None:
@@ -348,5 +359,8 @@ def raise_pending_error() -> None:
     e = getattr(_pending, "error", None)
     if e is not None:
         _pending.error = None
+        if getattr(_pending, "as_is", False):
+            _pending.as_is = False
+            raise e   # a library routine's error about the user's inputs (a singular matrix): eager's own
         raise RuntimeError(f"lamina: a library convolution failed: {type(e).__name__}: {e}") from e
 

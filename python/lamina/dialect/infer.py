@@ -41,7 +41,9 @@ BITWISE_BINARY_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor")
 SHIFT_OPS = ("bitwise_left_shift", "bitwise_right_shift")
 DIVISION_OPS = ("fmod", "remainder", "div_trunc", "div_floor")
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "var")
-RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "bitcast", "constant", "iota", "size", "random_uniform")
+LIBRARY_CALL_OPS = ("library_call1", "library_call2", "library_call3")
+RESULT_GIVEN_OPS = ("reshape", "broadcast_to", "cast", "bitcast", "constant", "iota", "size", "random_uniform") \
+    + LIBRARY_CALL_OPS
 
 
 def rule(*names):
@@ -368,6 +370,10 @@ def check_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict, r
             src = ir.RankedTensorType(operand_types[0])
             if T.shape_of(src) != T.shape_of(r) or _bit_width(src.element_type) != _bit_width(r.element_type):
                 raise ShapeError(f"lamina.bitcast needs the same shape and bit width: {src} -> {r}")
+        elif op_name in LIBRARY_CALL_OPS:
+            from .library_callees import check_library_call
+
+            check_library_call(op_name, len(operand_types), attrs)
         elif op_name == "iota" and r.rank != 1:
             raise ShapeError("lamina.iota result must be rank 1")
         elif op_name == "size" and (r.rank != 0 or str(r.element_type) != "i64"):

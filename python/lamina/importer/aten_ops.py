@@ -38,6 +38,8 @@ class Converter:
     # "takes" / "gives" quantized tensors (importer/quantization.py), which the importer's
     # dtype checks otherwise refuse; one it gives is its integer values (no torch type to check).
     quantized: str = ""
+    # The node's target has no schema (a higher-order op): the converter reads node.args itself.
+    raw_args: bool = False
 
 
 CONVERTERS: dict = {}
@@ -1087,4 +1089,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, attention, contractions, convolution, elementwise_ops, index_reductions, indexing, layout_ops, logical_reductions, norms, pooling, quantization, random_ops, scans, series_functions, sorting, special_functions  # noqa: E402,F401
+from . import activations, attention, contractions, convolution, elementwise_ops, index_reductions, indexing, layout_ops, library_calls, logical_reductions, norms, pooling, quantization, random_ops, scans, series_functions, sorting, special_functions  # noqa: E402,F401

@@ -583,10 +583,11 @@ class FxImporter:
         conv = aten_ops.CONVERTERS[node.target]
         self.scalars_as_values = not conv.sizes_only
         try:
-            args = aten_ops.bind(node, self)
+            args = aten_ops.bind(node, self) if not conv.raw_args else None
         finally:
             self.scalars_as_values = False
-        _uint8_scalars(node, args)
+        if args is not None:
+            _uint8_scalars(node, args)
         try:
             result = conv.fn(self, node, args)
         except LaminaImportError:

@@ -39,6 +39,9 @@ class LaunchPlan:
     symbolic_inputs: list[bool] = field(default_factory=list)  # tensor inputs of symbolic shape
     symbol_sources: dict = field(default_factory=dict)       # symbol -> (input, dim or None)
     input_ranks: list = field(default_factory=list)          # rank per tensor input (None: a size)
+    # value slot -> symbol, for sizes the graph function reads off an input's shape (a graph
+    # with no size inputs: a partition of a dynamic graph); the runners name them by symbol
+    symbol_slots: dict = field(default_factory=dict)
 
     @property
     def dynamic(self) -> bool:
@@ -65,11 +68,20 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
     launches: list[KernelLaunch] = []
     results: list[int] = []
     outputs: dict[int, tuple] = {}
+    symbol_slots: dict[int, str] = {}
     for op in block.operations:
         op = op.operation
         if op.name == "func.return":
             results = [slots[v] for v in op.operands]
             continue
+        if op.name == "arith.constant":
+            continue   # a dim index of the tensor.dim below
+        if op.name == "tensor.dim" and "lamina.symbol" in op.attributes:
+            slots[op.results[0]] = len(slots)
+            symbol_slots[slots[op.results[0]]] = ir.StringAttr(op.attributes["lamina.symbol"]).value
+            continue
+        if op.name != "func.call":
+            raise ValueError(f"lamina: unexpected {op.name} in graph function (kernel calls only)")
         outs, specs, places, layouts = [], [], [], []
         for r in op.results:
             slots[r] = len(slots)
@@ -92,7 +104,7 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
                       index_inputs=[isinstance(a.type, ir.IndexType) for a in args],
                       symbolic_inputs=[isinstance(a.type, ir.RankedTensorType) and None in T.shape_of(a.type)
                                        for a in args],
-                      symbol_sources=_symbol_sources(graph_func),
+                      symbol_sources=_symbol_sources(graph_func), symbol_slots=symbol_slots,
                       input_ranks=[ir.RankedTensorType(a.type).rank if isinstance(a.type, ir.RankedTensorType) else None
                                    for a in args])
 

@@ -123,6 +123,7 @@ class PlanRunner(CompiledGraph):
                 if rank0:   # a 0-d CPU tensor (an unspecialized Python scalar) comes along
                     lines.append(f"    if a{i}.device.type != {self.device!r}: a{i} = a{i}.to({self.device!r}, non_blocking=True)")
         slot_name = {i: f"a{i}" for i in range(plan.num_inputs)}
+        slot_name.update(plan.symbol_slots)   # sizes read off the inputs (the prologue names them)
         for k, slot in enumerate(plan.output_slots):
             slot_name[slot] = f"o{k}"
         arena = plan.arena_bytes

@@ -47,6 +47,8 @@ DATA_MOVEMENT_OPS = {"reshape", "transpose", "slice", "concat", "index_select", 
 # (lowering/sorting.py): each a kernel of its own, nothing fused in.
 SCATTER_OPS = {"scatter"}
 SORT_OPS = {"argsort"}
+# A library call (dialect/library_callees.py) runs a routine on whole buffers: a kernel of its own.
+LIBRARY_OPS = set(infer.LIBRARY_CALL_OPS)
 # Contractions from this size (2*M*N*K per call, batches included) run as one library call
 # on the CPU (codegen/blas.py) rather than a tiled kernel; their transposed operands join
 # their kernel as views.
@@ -54,8 +56,11 @@ LARGE_CONTRACTION_FLOPS = 2 * 128 * 128 * 64
 
 
 def op_kind(op_name: str) -> str:
-    """'contraction' | 'reduction' | 'scatter' | 'sort' | 'data_movement' | 'pointwise' for a lamina op name."""
+    """'contraction' | 'reduction' | 'scatter' | 'sort' | 'library' | 'data_movement' | 'pointwise'
+    for a lamina op name."""
     name = op_name.removeprefix("lamina.")
+    if name in LIBRARY_OPS:
+        return "library"
     if name in CONTRACTION_OPS:
         return "contraction"
     if name in SCATTER_OPS:
@@ -75,7 +80,7 @@ def kernel_kind(op_names) -> str:
     if sum(op_kind(n) == "contraction" for n in op_names) == 2 and "lamina.softmax" in op_names:
         return "attention"
     kinds = {op_kind(n) for n in op_names if n != "lamina.constant"}
-    for kind in ("scatter", "sort", "contraction", "reduction", "pointwise", "data_movement"):
+    for kind in ("library", "scatter", "sort", "contraction", "reduction", "pointwise", "data_movement"):
         if kind in kinds:
             return kind
     return "data_movement"  # only constants
@@ -117,9 +122,9 @@ def fuse_function(func_op, attention: bool = False) -> int:
     kernel, has_contraction, started, after_scatter = 0, False, False, False
     for i, op in enumerate(groupable):
         kind = op_kind(op.name)
-        cut = kind in ("contraction", "scatter", "sort") or after_scatter or (
+        cut = kind in ("contraction", "scatter", "sort", "library") or after_scatter or (
             kind in ("reduction", "data_movement") and has_contraction and not _side_reshape(op, after_contraction))
-        after_scatter = kind in ("scatter", "sort")
+        after_scatter = kind in ("scatter", "sort", "library")
         if kind == "contraction" and i > 0 and _folds_into_next(groupable[i - 1], op):
             cut = False  # its transposed operand opened this kernel
         elif i + 1 < len(groupable) and _folds_into_next(op, groupable[i + 1]):

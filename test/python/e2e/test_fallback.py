@@ -33,6 +33,21 @@ def test_unsupported_op_falls_back_with_a_warning(tmp_path, monkeypatch):
     assert 0 < record["ops_compiled"] < record["ops_total"]
 
 
+def test_dynamic_partitions_around_a_fallback_compile(monkeypatch):
+    # The partitions of a dynamic graph take no size inputs: they read their symbols off the
+    # input shapes (the launch plan used to reject those tensor.dim ops: the parts ran eagerly).
+    monkeypatch.delenv("LAMINA_STRICT", raising=False)
+    torch._dynamo.reset()
+    fn = torch.compile(with_airy_ai, backend="lamina", dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaminaFallbackWarning)
+        for shape in ((6, 10), (3, 7)):
+            x = torch.randn(shape)
+            torch.testing.assert_close(fn(x), with_airy_ai(x), rtol=1e-4, atol=1e-5)
+            record = lamina.backend.last_report()
+            assert record["fallback_ops"] == ["aten.special_airy_ai.default"] and record["partitions"] == 2
+
+
 @pytest.mark.parametrize("how", ["option", "env"])
 def test_strict_mode_names_the_op_and_the_source_line(how, monkeypatch):
     torch._dynamo.reset()

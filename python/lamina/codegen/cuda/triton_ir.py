@@ -106,7 +106,7 @@ class _Kernel:
         self.tensor_of_arg: dict = {}                      # to_tensor result -> arg index
         for op in self.block.operations:
             name = op.operation.name
-            if name == "bufferization.to_tensor":
+            if name == "bufferization.to_tensor" and op.operands[0] in self.args:
                 self.tensor_of_arg[op.results[0]] = self.args.index(op.operands[0])
             elif name == "bufferization.materialize_in_destination":
                 self.stores.append((op.operands[0], self.args.index(op.operands[1])))
@@ -118,6 +118,9 @@ class _Kernel:
         # sorting networks (lowering/sorting.py's loops) run on torch.sort(stable=True)
         self.sorts = [op for op in self.block.operations
                       if op.operation.name == "scf.for" and "lamina.argsort" in op.operation.attributes]
+        # library calls (lowering/library_calls.py) run the routine through torch in the launcher
+        self.library_calls = [op for op in self.block.operations
+                              if op.operation.name == "func.call" and "lamina.library_call" in op.operation.attributes]
 
     def arg_name(self, i: int) -> str:
         return f"a{i}"

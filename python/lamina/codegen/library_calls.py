@@ -1,0 +1,73 @@
+"""The runtime side of lamina.library_callN (dialect/library_callees.py): what a
+`lamina_library_<spec>` call runs on the CPU (lowering/library_calls.py builds the call).
+
+The symbol carries its spec (the ATen routine, its arguments as JSON, which output, the
+element types of the operands and the result); the callback views the kernel's buffers as
+torch tensors (no copy), calls the routine through torch's dispatcher (LAPACK on the CPU),
+and copies the chosen output into the kernel's buffer. An exception is kept for the
+runner to raise after the native call (conv_library.raise_pending_error), as a library
+convolution's is.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+
+from ..dialect.library_callees import SYMBOL_PREFIX, spec_of_symbol
+
+
+def _resolve(callee: str):
+    import torch
+
+    ns, op, overload = callee.split(".")
+    return getattr(getattr(getattr(torch.ops, ns), op), overload)
+
+
+def _bind(arguments, tensors):
+    def value(a):
+        if isinstance(a, dict):
+            return tensors[a["operand"]]
+        if isinstance(a, list):
+            return [value(x) for x in a]
+        return a
+    return {name: value(a) for name, a in arguments.items()}
+
+
+def call_routine(callee: str, arguments: str | dict, result: int, tensors: list):
+    """Output `result` of ATen routine `callee` on `tensors` (the operands, in order)."""
+    args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    out = _resolve(callee)(**_bind(args, tensors))
+    if out is None:   # the error check: its output is the next (empty) effect token
+        return tensors[0].new_empty(0)
+    return out if not isinstance(out, (tuple, list)) else out[result]
+
+
+@functools.lru_cache(maxsize=None)
+def _runner(name: str):
+    from .conv_library import _pending, _tensor
+
+    spec = spec_of_symbol(name)
+    routine = _resolve(spec["callee"])
+    arguments, result, types = json.loads(spec["arguments"]), spec["result"], spec["types"]
+
+    def run(*ptrs):
+        try:
+            tensors = [_tensor(p, t) for p, t in zip(ptrs, types)]
+            out = routine(**_bind(arguments, tensors[:-1]))
+            if out is None:
+                return   # a routine with effects only (the error check): its output is the empty token
+            out = out if not isinstance(out, (tuple, list)) else out[result]
+            tensors[-1].copy_(out)
+        except BaseException as e:   # an exception must not unwind through native frames
+            _pending.error, _pending.as_is = e, True   # (raised as torch raised it: LinAlgError, ...)
+    return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(types)))(run)
+
+
+def is_library_call(name: str) -> bool:
+    return name.startswith(SYMBOL_PREFIX)
+
+
+def callback(name: str):
+    """The ctypes function a `lamina_library_*` call runs (kept alive for the process)."""
+    return _runner(name)

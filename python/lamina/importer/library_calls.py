@@ -1,0 +1,151 @@
+"""Dense linear algebra as library calls (dialect/library_callees.py says why and which):
+each tensor output the graph reads becomes a `lamina.library_callN` of the ATen routine,
+with the node's arguments recorded as JSON.
+
+    %inv = lamina.library_call1(%a) {callee = "aten.linalg_inv_ex.default",
+                                     arguments = "{\"A\": {\"operand\": 0}, \"check_errors\": false}",
+                                     result = 0}
+
+A routine with several outputs gives one op per output; lamina-dce removes the ones
+nothing reads (det reads only `_linalg_det`'s first), and each op that stays calls the
+routine (svd's U, S and Vh: three calls of one deterministic routine on the same input).
+"""
+from __future__ import annotations
+
+import json
+
+import torch
+
+from ..dialect import ops
+from ..dialect.library_callees import CALLEES
+from .aten_ops import meta_type, register
+
+_REAL = (torch.float32, torch.float64)
+_INDEX = (torch.int32, torch.int64)
+
+
+def _tensors(vals):
+    return [v for v in (vals if isinstance(vals, (list, tuple)) else [vals]) if isinstance(v, torch.Tensor)]
+
+
+def _supported(node) -> str | None:
+    """Real float inputs and outputs (pivots and infos as ints), static shapes, at most three
+    tensor arguments, every argument a tensor node or a JSON-able constant."""
+    tensors = 0
+    for arg, value in _schema_arguments(node):
+        if isinstance(value, torch.fx.Node):
+            val = value.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                return f"{arg.name} is not a tensor"
+            tensors += 1
+            inputs = [val]
+        elif isinstance(value, (list, tuple)) and any(isinstance(x, torch.fx.Node) for x in value):
+            return f"{arg.name}: a list of tensors"
+        else:
+            inputs = []
+            try:
+                json.dumps(value)
+            except TypeError:
+                return f"{arg.name}: an argument of type {type(value).__name__}"
+        for t in inputs:
+            if t.dtype not in _REAL + _INDEX:
+                return f"{t.dtype} input (library calls take float32/float64 matrices)"
+            if any(not isinstance(s, int) for s in t.shape):
+                return "a library call with symbolic shapes (not supported yet)"
+    if not 1 <= tensors <= 3:
+        return f"{tensors} tensor arguments (library calls take 1 to 3)"
+    outs = _tensors(node.meta.get("val"))
+    if not outs:
+        return "no tensor output"
+    for t in outs:
+        if t.dtype not in _REAL + _INDEX:
+            return f"{t.dtype} output (library calls give float32/float64 results)"
+        if any(not isinstance(s, int) for s in t.shape):
+            return "a library call with symbolic shapes (not supported yet)"
+    return None
+
+
+def _schema_arguments(node):
+    """(schema argument, the node's value for it) in schema order, defaults filled in."""
+    out = []
+    for i, arg in enumerate(node.target._schema.arguments):
+        if not arg.kwarg_only and i < len(node.args):
+            v = node.args[i]
+        elif arg.name in node.kwargs:
+            v = node.kwargs[arg.name]
+        elif arg.has_default_value():
+            v = arg.default_value
+        else:
+            v = None
+        out.append((arg, v))
+    return out
+
+
+def _call(imp, node, a):
+    operands, arguments = [], {}
+    for arg, value in _schema_arguments(node):
+        if isinstance(value, torch.fx.Node):
+            arguments[arg.name] = {"operand": len(operands)}
+            operands.append(imp.values[value])
+        else:
+            arguments[arg.name] = list(value) if isinstance(value, tuple) else value
+    callee = str(node.target)   # "aten.linalg_qr.default"
+    callee = callee if callee.startswith("aten.") else f"aten.{callee}"
+    build = getattr(ops, f"library_call{len(operands)}")
+    text = json.dumps(arguments, sort_keys=False)
+    val = node.meta["val"]
+    if isinstance(val, torch.Tensor):
+        return build(*operands, callee=callee, arguments=text, result=0, result_type=meta_type(node))
+    return tuple(build(*operands, callee=callee, arguments=text, result=i, result_type=meta_type(node, i))
+                 if isinstance(v, torch.Tensor) else None for i, v in enumerate(val))
+
+
+register(*CALLEES, check=_supported)(_call)
+
+
+# ---- effects ------------------------------------------------------------------------------
+# AOTAutograd threads ops with side effects through effect tokens (empty tensors, a graph
+# input and output): with_effects(token, op, *args) -> (next token, op's result). The error
+# check of linalg.inv / cholesky / solve / lu_factor / ldl_factor is such an op: it becomes a
+# library call whose result is the next token, so it runs (it is returned) after the routine
+# whose `info` it reads.
+_CHECK = "aten._linalg_check_errors.default"
+
+
+def _effect_parts(node):
+    token, op, *rest = node.args
+    return token, op, rest
+
+
+def _effect_supported(node) -> str | None:
+    token, op, rest = _effect_parts(node)
+    if str(op) != _CHECK.removeprefix("aten.") and str(op) != _CHECK:
+        return f"with_effects of {op} (only linalg's error check is supported)"
+    if not isinstance(token, torch.fx.Node) or not all(isinstance(a, torch.fx.Node) for a in rest[:1]):
+        return "with_effects without a token and an info tensor"
+    return None
+
+
+def _effect(imp, node, _args):
+    token, op, rest = _effect_parts(node)
+    schema = op._schema
+    arguments, operands = {}, []
+    values = list(rest) + [None] * (len(schema.arguments) - len(rest))
+    for arg, v in zip(schema.arguments, values):
+        if arg.kwarg_only or v is None:
+            v = node.kwargs.get(arg.name, arg.default_value if arg.has_default_value() else None)
+        if isinstance(v, torch.fx.Node):
+            arguments[arg.name] = {"operand": len(operands)}
+            operands.append(imp.values[v])
+        else:
+            arguments[arg.name] = v
+    build = getattr(ops, f"library_call{len(operands)}")
+    next_token = build(*operands, callee=_CHECK, arguments=json.dumps(arguments), result=0,
+                       result_type=imp.values[token].type)
+    return next_token, None
+
+
+if hasattr(torch.ops.higher_order, "with_effects"):
+    from .aten_ops import CONVERTERS, Converter
+
+    CONVERTERS[torch.ops.higher_order.with_effects] = Converter(_effect, _effect_supported, raw_args=True)
