@@ -674,6 +674,19 @@ irdl.dialect @lamina {
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
+  // orthogonal_polynomial(x, n) {kind}: torch's special.<kind>_polynomial of degree
+  // trunc(n) (kind: chebyshev_t/u/v/w, shifted_chebyshev_t/u/v/w, hermite_h, hermite_he,
+  // laguerre_l, legendre_p), elementwise with broadcasting, x and n of one float type: the
+  // three-term recurrence as a loop per element, whose trip count is the element's n
+  irdl.operation @orthogonal_polynomial {
+    %x = irdl.base "!builtin.tensor"
+    %n = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kind_attr = irdl.base "#builtin.string"
+    irdl.attributes { "kind" = %kind_attr }
+    irdl.operands(x: %x, n: %n)
+    irdl.results(result: %result)
+  }
   // ---- Library calls: one result of a dense linear-algebra routine (LAPACK / cuSOLVER
   // through torch's own operator `callee`, e.g. "aten._linalg_svd.default"), called on the
   // kernel's buffers (codegen/library_calls.py). `arguments`: the call's arguments as a JSON

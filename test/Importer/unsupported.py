@@ -14,16 +14,16 @@ def report(gm):
 
 
 # CHECK-LABEL: unsupported_ops
-# CHECK: unsupported _linalg_slogdet: no lamina converter for aten._linalg_slogdet.default
-# CHECK: unsupported getitem: getitem of an unsupported node _linalg_slogdet
-# CHECK: unsupported getitem_1: getitem of an unsupported node _linalg_slogdet
-# CHECK: error: aten._linalg_slogdet.default (node _linalg_slogdet): unsupported: no lamina converter for aten._linalg_slogdet.default
-# CHECK-NEXT: at {{.*}}unsupported.py:[[LINE:[0-9]+]]: sign, logabsdet = torch.linalg.slogdet(x[:, :4])
+# CHECK: unsupported histogram: no lamina converter for aten.histogram.bin_ct
+# CHECK: unsupported getitem: getitem of an unsupported node histogram
+# CHECK: unsupported getitem_1: getitem of an unsupported node histogram
+# CHECK: error: aten.histogram.bin_ct (node histogram): unsupported: no lamina converter for aten.histogram.bin_ct
+# CHECK-NEXT: at {{.*}}unsupported.py:[[LINE:[0-9]+]]: hist, edges = torch.histogram(x, bins=4)
 @run
 def unsupported_ops():
     def f(x, i):
-        sign, logabsdet = torch.linalg.slogdet(x[:, :4])
-        return sign, logabsdet, x.sort(1), x.cumsum(0), i << 3, i & 3   # (sorts, scans, shifts and bitwise ops compile)
+        hist, edges = torch.histogram(x, bins=4)
+        return hist, edges, x.sort(1), x.cumsum(0), i << 3, i & 3   # (sorts, scans, shifts and bitwise ops compile)
     gm = aten_graph(f, torch.randn(4, 8), torch.arange(4))
     report(gm)
     try:

@@ -143,6 +143,21 @@ def _arith_binary(name, ts, attrs):
     return T.tensor_type(shape, elem)
 
 
+ORTHOGONAL_POLYNOMIALS = ("chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w", "shifted_chebyshev_t",
+                          "shifted_chebyshev_u", "shifted_chebyshev_v", "shifted_chebyshev_w", "hermite_h",
+                          "hermite_he", "laguerre_l", "legendre_p")
+
+
+@rule("orthogonal_polynomial")
+def _orthogonal_polynomial(name, ts, attrs):
+    if attrs.get("kind") not in ORTHOGONAL_POLYNOMIALS:
+        raise ShapeError(f"orthogonal_polynomial: unknown kind {attrs.get('kind')!r}")
+    ex, en = (ir.RankedTensorType(t).element_type for t in ts)
+    if not T.is_float(ex) or ex != en:
+        raise ShapeError(f"orthogonal_polynomial takes x and n of one float type, got {ex} and {en}")
+    return T.tensor_type(broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1])), ex)
+
+
 @rule(*DIVISION_OPS)
 def _division(name, ts, attrs):
     shape = broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1]))

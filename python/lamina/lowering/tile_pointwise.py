@@ -264,6 +264,17 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
             outer = _i64s(op.attributes[TILE_SIZES])
         else:
             op.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get(outer)
+        if _loops_in_body(op):
+            # a loop per element (orthogonal polynomials): parallel tiles, scalar elements
+            # (the vectorizer takes no region in a body)
+            if any(x < 0 for x in outer) or len(outer) != len(sizes):
+                raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES} {outer} on a pointwise op with loops {sizes}")
+            if any(outer):
+                tid = POINTWISE_ID_BASE + next_id[0]
+                next_id[0] += 1
+                op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+                items.append(dict(id=tid, outer=outer, inner=None))
+            continue
         if VECTOR_SIZES in op.attributes:
             inner = _i64s(op.attributes[VECTOR_SIZES])
         else:
@@ -277,6 +288,10 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
         op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
         items.append(dict(id=tid, outer=outer, inner=inner))
     return items
+
+
+def _loops_in_body(op) -> bool:
+    return any(len(o.regions) for o in op.regions[0].blocks[0].operations)
 
 
 def _arr(xs) -> str:

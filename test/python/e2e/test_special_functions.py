@@ -166,3 +166,39 @@ def test_frexp_matches_eager(dtype):
     torch.testing.assert_close(mantissa, want_m, rtol=0, atol=0, equal_nan=True)
     signed = ~want_m.isnan()   # (a NaN's sign bit means nothing)
     assert torch.equal(exponent, want_e) and torch.equal(torch.signbit(mantissa[signed]), torch.signbit(want_m[signed]))
+
+
+# Orthogonal polynomials (lamina.orthogonal_polynomial: torch's recurrence as a loop per
+# element): degrees 0-150 per element (negative, fractional (truncated), NaN), the edge
+# values (|x| == 1, x == 0 / 1 shifted), both sides of the closed forms' thresholds, and
+# x beyond [-1, 1] (where the recurrence grows). Against eager in the same dtype, relative
+# to the magnitude (the closed forms multiply acos's error by n; eager's libm is no closer).
+_PX = torch.cat([torch.linspace(-3, 3, 31), torch.tensor([1.0, -1.0, 0.0, 0.5, 0.25, 0.7])])
+_PN = torch.tensor([0.0, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 9.0, 12.0, -1.0, 3.7, 20.0, 150.0, math.nan])
+_POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+                "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+                "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("name", _POLYNOMIALS)
+def test_orthogonal_polynomials_match_eager(name):
+    fn = getattr(torch.special, name)
+    for dtype in (torch.float64, torch.float32):
+        x, n = torch.broadcast_tensors(_PX[:, None].to(dtype), _PN[None, :].to(dtype))
+        torch._dynamo.reset()
+        out, want = torch.compile(fn, backend="lamina", options={"strict": True})(x, n), fn(x, n)
+        big = want.abs() > 1e30
+        assert torch.equal(out.isnan() & ~big, want.isnan() & ~big)
+        tol = 1e-11 if dtype == torch.float64 else 2e-4
+        close = (out - want).abs() <= tol * want.abs().clamp(min=1.0)
+        assert bool((close | want.isnan() | big).all()), f"{name} {dtype}: {out[~close]} vs {want[~close]}"
+
+
+def test_orthogonal_polynomial_scalars_and_fusion():
+    fn = lambda x: (torch.special.hermite_polynomial_he(x, 4) + 1, torch.special.legendre_polynomial_p(0.3, x.abs() * 5))  # noqa: E731
+    x = torch.randn(8, 5, generator=_G)
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(x)
+    for o, w in zip(out, fn(x)):
+        torch.testing.assert_close(o, w, rtol=1e-5, atol=1e-5)

@@ -229,11 +229,14 @@ def atan(x):
 def atan2(y, x):
     """IEEE atan2, signed zeros included: atan2(+-0, -0) = +-pi, atan2(y != 0, +-0) = +-pi/2."""
     a = atan(y / x)
+    # pi and pi/2 in a's type (a tl.where of two Python floats is float32: f64 atan2(1, 0) was
+    # float32's pi/2)
+    pi = tl.zeros_like(a) + 3.141592653589793
+    half_pi = tl.zeros_like(a) + 1.5707963267948966
     y_neg = tl.where(y == 0, 1.0 / y < 0, y < 0)
-    a = tl.where(x < 0, tl.where(y_neg, a - 3.141592653589793, a + 3.141592653589793), a)
+    a = tl.where(x < 0, tl.where(y_neg, a - pi, a + pi), a)
     x_neg_zero = tl.where(x == 0, 1.0 / x < 0, False)
-    at_zero_x = tl.where(y == 0, tl.where(x_neg_zero, tl.where(y_neg, -3.141592653589793, 3.141592653589793), y),
-                         tl.where(y_neg, -1.5707963267948966, 1.5707963267948966))
+    at_zero_x = tl.where(y == 0, tl.where(x_neg_zero, tl.where(y_neg, -pi, pi), y), tl.where(y_neg, -half_pi, half_pi))
     return tl.where(x == 0, at_zero_x, a)
 
 

@@ -688,6 +688,8 @@ class _ProgramBuilder:
         body_op = env.get("__defs__", {}).get(x)
         if body_op is not None:   # a body op: computed when first needed
             r = self._body_op(body_op, env, loop)
+            if len(body_op.results) > 1:
+                r = env[x]   # (an op of several results binds each: scf.while)
             env[x] = r
             self._annotate(r, _op_name_of(body_op.location) or env.get("__loc__"))
             return r
@@ -708,6 +710,11 @@ class _ProgramBuilder:
         rt = str(op.results[0].type)
         if name == "arith.constant":
             return self._literal(op.attributes["value"], rt)
+        if args and all(_literal(a) for a in args) and name != "scf.while":
+            # every operand a Python number (a constant folded into the body): one typed, so
+            # that the op is Triton's (4.0 == 4.0 would be Python's bool)
+            t = str(op.operands[0].type)
+            args[0] = p.let(f"tl.full([1], {args[0]}, {_tl('i64' if t == 'index' else t)})", prefix="c")
         if name in _FLOAT_BIN:
             a, b = args
             if _literal(a) and _literal(b):   # Python would fold them (1.0 / 0.0 raises)
@@ -766,7 +773,67 @@ class _ProgramBuilder:
         if name == "linalg.index":
             d = ir.IntegerAttr(op.attributes["dim"]).value
             return loop[d]
+        if name == "scf.while":
+            return self._while(op, env, loop)
         raise Unsupported(f"{name} in a linalg body")
+
+    def _while(self, op, env, loop) -> str:
+        """An scf.while in a linalg body (a loop per element: lowering/orthogonal_polynomials.py)
+        as one loop over the block: it runs while any lane's condition holds, and a lane whose
+        condition failed keeps its values (the before region must forward its arguments)."""
+        p = self.p
+        before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        cond_op = next(o for o in before.operations if o.operation.name == "scf.condition")
+        args = list(before.arguments)
+        if list(cond_op.operands)[1:] != args:
+            raise Unsupported("an scf.while whose condition does not forward its arguments")
+        inner = {r for blk in (before, after) for o in blk.operations for r in o.results} | set(args) \
+            | set(after.arguments)
+        # values from outside the loop are computed before it (a name first bound in a
+        # loop's body is not visible after it)
+        for blk in (before, after):
+            for o in blk.operations:
+                for v in o.operands:
+                    if v not in inner:
+                        self._env(env, v, loop)
+        inits = [self._env(env, x, loop) for x in op.operands]
+        shape = [x for x in loop if x is not None and not _is_int(x)]
+        zeros = f"tl.zeros_like({p.let(' + '.join(shape))})" if shape else None
+        state = [p.fresh("w") for _ in inits]
+        p.loop_names.update(state)   # (nothing that reads them may leave the loop)
+        for name, init, v in zip(state, inits, op.operands):
+            ty = _tl("i64" if isinstance(v.type, ir.IndexType) else str(v.type))
+            p.emit(f"{name} = ({init} + {zeros}).to({ty})" if zeros else f"{name} = tl.full([1], 0, {ty}) + {init}")
+
+        def region(block, values):
+            sub = dict(env)
+            sub["__defs__"] = {**env["__defs__"], **{r: o.operation for o in block.operations for r in o.results}}
+            sub.update(zip(block.arguments, values))
+            return sub
+
+        def condition():
+            return self._env(region(before, state), cond_op.operands[0], loop)
+
+        go = p.fresh("go")
+        p.emit(f"{go} = {condition()}")
+        p.loop_names.add(go)
+        outer = p.scope
+        body = _Scope(outer, outer.indent + 1)
+        p.scope = body
+        try:
+            sub = region(after, state)
+            yielded = next(o for o in after.operations if o.operation.name == "scf.yield")
+            new = [self._env(sub, v, loop) for v in yielded.operands]
+            for name, v in zip(state, new):
+                p.emit(f"{name} = tl.where({go}, {v}, {name})")
+            p.emit(f"{go} = {condition()}")
+        finally:
+            p.scope = outer
+        p.emit(f"while tl.max({go}.to(tl.int32)) > 0:")
+        outer.lines.extend(body.lines)
+        for r, name in zip(op.results, state):
+            env[r] = name
+        return state[0]
 
     # -- reductions -----------------------------------------------------------------------------------
     def _reduction(self, op, res: int, idx, loc) -> str:
