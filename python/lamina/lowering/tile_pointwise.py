@@ -291,7 +291,9 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
 
 
 def _loops_in_body(op) -> bool:
-    return any(len(o.regions) for o in op.regions[0].blocks[0].operations)
+    """A body with a loop per element (an scf.while: lowering/orthogonal_polynomials.py);
+    vectorize_reductions' own bodies with regions vectorize as planned."""
+    return any(o.operation.name == "scf.while" for o in op.regions[0].blocks[0].operations)
 
 
 def _arr(xs) -> str:
