@@ -674,6 +674,14 @@ irdl.dialect @lamina {
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
+  // airy_ai(input): the Airy function Ai of a float tensor (torch.special.airy_ai; its
+  // Maclaurin series a loop per element), elementwise
+  irdl.operation @airy_ai {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
   // orthogonal_polynomial(x, n) {kind}: torch's special.<kind>_polynomial of degree
   // trunc(n) (kind: chebyshev_t/u/v/w, shifted_chebyshev_t/u/v/w, hermite_h, hermite_he,
   // laguerre_l, legendre_p), elementwise with broadcasting, x and n of one float type: the

@@ -148,6 +148,13 @@ ORTHOGONAL_POLYNOMIALS = ("chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshe
                           "hermite_he", "laguerre_l", "legendre_p")
 
 
+@rule("airy_ai")
+def _float_unary(name, ts, attrs):
+    if not T.is_float(ir.RankedTensorType(ts[0]).element_type):
+        raise ShapeError(f"lamina.{name} needs a float operand, got {ts[0]}")
+    return ts[0]
+
+
 @rule("orthogonal_polynomial")
 def _orthogonal_polynomial(name, ts, attrs):
     if attrs.get("kind") not in ORTHOGONAL_POLYNOMIALS:

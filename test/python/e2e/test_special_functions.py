@@ -202,3 +202,21 @@ def test_orthogonal_polynomial_scalars_and_fusion():
     out = torch.compile(fn, backend="lamina", options={"strict": True})(x)
     for o, w in zip(out, fn(x)):
         torch.testing.assert_close(o, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
+def test_airy_ai_matches_eager(dtype):
+    """ATen's branches (x < -2.09, the series loop, x >= 2.09, x > 8.32, x > 103.892) and
+    their edges, +-inf (NaN), NaN, +-0, int inputs (float32)."""
+    x = torch.cat([torch.linspace(-30, 30, 301), torch.tensor([0.0, -0.0, 2.09, -2.09, 2.0899, 8.3203353, 8.33,
+                                                              103.89, 103.9, 200.0, -1e4, math.inf, -math.inf,
+                                                              math.nan])]).to(dtype)
+    torch._dynamo.reset()
+    airy = torch.compile(torch.special.airy_ai, backend="lamina", options={"strict": True})
+    # (float32 on the oscillating side: the phase 2/3 |x|^1.5 ~ 100 carries float32's rounding
+    # into sin/cos, 1e-6 of an amplitude ~0.1 whichever sin the target calls)
+    tol = dict(rtol=1e-12, atol=1e-14) if dtype == torch.float64 else dict(rtol=1e-5, atol=5e-6)
+    torch.testing.assert_close(airy(x), torch.special.airy_ai(x), equal_nan=True, **tol)
+    if dtype == torch.float32:
+        i = torch.arange(-5, 5)
+        torch.testing.assert_close(airy(i), torch.special.airy_ai(i))
