@@ -31,3 +31,15 @@ func.func @hermite(%x: tensor<8xf64>, %n: tensor<8xf64>) -> tensor<8xf64> {
   %0 = "lamina.orthogonal_polynomial"(%x, %n) {kind = "hermite_h"} : (tensor<8xf64>, tensor<8xf64>) -> tensor<8xf64>
   return %0 : tensor<8xf64>
 }
+
+// airy_ai: the series (k, m, n, f, g, t) loops while the last term is above epsilon relative
+// to the sum; the branches for x < -2.09, x >= 2.09, x > 103.892 and +-inf are selects after it.
+// CHECK-LABEL: func.func @airy
+// CHECK:         scf.while ({{.*}}) : (f32, f32, f32, f32, f32, f32) -> (f32, f32, f32, f32, f32, f32)
+// CHECK:           arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// CHECK:         arith.select
+// CHECK:         linalg.yield
+func.func @airy(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %0 = "lamina.airy_ai"(%x) : (tensor<16xf32>) -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
