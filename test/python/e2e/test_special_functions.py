@@ -220,3 +220,15 @@ def test_airy_ai_matches_eager(dtype):
     if dtype == torch.float32:
         i = torch.arange(-5, 5)
         torch.testing.assert_close(airy(i), torch.special.airy_ai(i))
+
+
+def test_loops_per_element_fused_into_reductions():
+    """A body with an scf.while inside a row reduction (sum) and a row kernel (softmax)."""
+    fn = lambda x, n: (torch.special.legendre_polynomial_p(x, n).sum(-1),   # noqa: E731
+                       torch.softmax(torch.special.chebyshev_polynomial_t(x, n), -1))
+    x = torch.rand(16, 100, generator=_G) * 2 - 1
+    n = torch.randint(0, 12, (16, 100), generator=_G).float()
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(x, n)
+    for o, w in zip(out, fn(x, n)):
+        torch.testing.assert_close(o, w, rtol=1e-5, atol=1e-5)
