@@ -34,13 +34,16 @@ def _bind(arguments, tensors):
     return {name: value(a) for name, a in arguments.items()}
 
 
+def _output(out, result: int):
+    """Output `result` of what a routine returned (None: a routine with effects only)."""
+    return out if out is None or not isinstance(out, (tuple, list)) else out[result]
+
+
 def call_routine(callee: str, arguments: str | dict, result: int, tensors: list):
     """Output `result` of ATen routine `callee` on `tensors` (the operands, in order)."""
     args = json.loads(arguments) if isinstance(arguments, str) else arguments
-    out = _resolve(callee)(**_bind(args, tensors))
-    if out is None:   # the error check: its output is the next (empty) effect token
-        return tensors[0].new_empty(0)
-    return out if not isinstance(out, (tuple, list)) else out[result]
+    out = _output(_resolve(callee)(**_bind(args, tensors)), result)
+    return tensors[0].new_empty(0) if out is None else out   # (the error check: the next, empty, effect token)
 
 
 @functools.lru_cache(maxsize=None)
@@ -54,11 +57,9 @@ def _runner(name: str):
     def run(*ptrs):
         try:
             tensors = [_tensor(p, t) for p, t in zip(ptrs, types)]
-            out = routine(**_bind(arguments, tensors[:-1]))
-            if out is None:
-                return   # a routine with effects only (the error check): its output is the empty token
-            out = out if not isinstance(out, (tuple, list)) else out[result]
-            tensors[-1].copy_(out)
+            out = _output(routine(**_bind(arguments, tensors[:-1])), result)
+            if out is not None:   # (None: the error check; its output is the empty token)
+                tensors[-1].copy_(out)
         except BaseException as e:   # an exception must not unwind through native frames
             _pending.error, _pending.as_is = e, True   # (raised as torch raised it: LinAlgError, ...)
     return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(types)))(run)

@@ -68,11 +68,10 @@ class Args(dict):
     __getattr__ = dict.__getitem__
 
 
-def bind(node, importer) -> Args:
-    """The node's arguments by schema name, defaults filled in, nodes mapped to Values."""
-    schema = node.target._schema
-    out = Args()
-    for i, arg in enumerate(schema.arguments):
+def schema_arguments(node) -> list:
+    """(schema argument, the node's value for it) in schema order, defaults filled in."""
+    out = []
+    for i, arg in enumerate(node.target._schema.arguments):
         if not arg.kwarg_only and i < len(node.args):
             v = node.args[i]
         elif arg.name in node.kwargs:
@@ -81,8 +80,13 @@ def bind(node, importer) -> Args:
             v = arg.default_value
         else:
             v = None
-        out[arg.name] = importer.value(v)
+        out.append((arg, v))
     return out
+
+
+def bind(node, importer) -> Args:
+    """The node's arguments by schema name, defaults filled in, nodes mapped to Values."""
+    return Args((arg.name, importer.value(v)) for arg, v in schema_arguments(node))
 
 
 # ---- helpers ------------------------------------------------------------------------------

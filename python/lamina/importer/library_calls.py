@@ -18,7 +18,7 @@ import torch
 
 from ..dialect import ops
 from ..dialect.library_callees import CALLEES
-from .aten_ops import meta_type, register
+from .aten_ops import meta_type, register, schema_arguments
 
 _REAL = (torch.float32, torch.float64)
 _INDEX = (torch.int32, torch.int64)
@@ -32,7 +32,7 @@ def _supported(node) -> str | None:
     """Real float inputs and outputs (pivots and infos as ints), static shapes, at most three
     tensor arguments, every argument a tensor node or a JSON-able constant."""
     tensors = 0
-    for arg, value in _schema_arguments(node):
+    for arg, value in schema_arguments(node):
         if isinstance(value, torch.fx.Node):
             val = value.meta.get("val")
             if not isinstance(val, torch.Tensor):
@@ -65,25 +65,9 @@ def _supported(node) -> str | None:
     return None
 
 
-def _schema_arguments(node):
-    """(schema argument, the node's value for it) in schema order, defaults filled in."""
-    out = []
-    for i, arg in enumerate(node.target._schema.arguments):
-        if not arg.kwarg_only and i < len(node.args):
-            v = node.args[i]
-        elif arg.name in node.kwargs:
-            v = node.kwargs[arg.name]
-        elif arg.has_default_value():
-            v = arg.default_value
-        else:
-            v = None
-        out.append((arg, v))
-    return out
-
-
 def _call(imp, node, a):
     operands, arguments = [], {}
-    for arg, value in _schema_arguments(node):
+    for arg, value in schema_arguments(node):
         if isinstance(value, torch.fx.Node):
             arguments[arg.name] = {"operand": len(operands)}
             operands.append(imp.values[value])

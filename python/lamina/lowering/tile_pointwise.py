@@ -225,9 +225,7 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
                     any(x for x, k in zip(outer, red[1]) if k == "reduction"):
                 raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES} {outer} on a reduction with loops {red[1]}")
             if any(outer):
-                tid = POINTWISE_ID_BASE + next_id[0]
-                next_id[0] += 1
-                op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+                tid = _new_tile_id(op, next_id)
                 items.append(dict(id=tid, outer=outer, inner=None))
             continue
         if op.operation.name == "linalg.transpose":
@@ -249,9 +247,7 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
                 inner = _i64s(op.attributes[VECTOR_SIZES]) if VECTOR_SIZES in op.attributes else inner
                 op.attributes[VECTOR_SIZES] = ir.DenseI64ArrayAttr.get(inner)
             if any(outer) or inner is not None:
-                tid = POINTWISE_ID_BASE + next_id[0]
-                next_id[0] += 1
-                op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+                tid = _new_tile_id(op, next_id)
                 if RUNTIME_CHUNK in outer:
                     _runtime_chunk(op, outer.index(RUNTIME_CHUNK), tid)
                 items.append(dict(id=tid, outer=outer, inner=inner, peel_all=True))
@@ -270,9 +266,7 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
             if any(x < 0 for x in outer) or len(outer) != len(sizes):
                 raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES} {outer} on a pointwise op with loops {sizes}")
             if any(outer):
-                tid = POINTWISE_ID_BASE + next_id[0]
-                next_id[0] += 1
-                op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+                tid = _new_tile_id(op, next_id)
                 items.append(dict(id=tid, outer=outer, inner=None))
             continue
         if VECTOR_SIZES in op.attributes:
@@ -283,11 +277,17 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
                 or any(x < 0 for x in outer):
             raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES}/{VECTOR_SIZES} {outer}/{inner} "
                              f"on a pointwise op with loops {sizes}")
-        tid = POINTWISE_ID_BASE + next_id[0]
-        next_id[0] += 1
-        op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+        tid = _new_tile_id(op, next_id)
         items.append(dict(id=tid, outer=outer, inner=inner))
     return items
+
+
+def _new_tile_id(op, next_id: list[int]) -> int:
+    """The next pointwise tile id, recorded on `op` (lamina.tile_id names it in the schedule)."""
+    tid = POINTWISE_ID_BASE + next_id[0]
+    next_id[0] += 1
+    op.attributes[TILE_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tid)
+    return tid
 
 
 def _loops_in_body(op) -> bool:
