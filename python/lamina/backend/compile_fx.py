@@ -177,6 +177,23 @@ def _strided_placeholders(gm: torch.fx.GraphModule) -> set[int]:
     return strided
 
 
+def _gpu_arch(gm: torch.fx.GraphModule) -> str | None:
+    """The chip of the CUDA device the graph's inputs live on ("sm_90"), for the NVVM generator."""
+    for node in gm.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" else None
+        if isinstance(val, torch.Tensor) and val.device.type == "cuda":
+            major, minor = torch.cuda.get_device_capability(val.device)
+            return f"sm_{major}{minor}"
+    return None
+
+
+def _note_codegen(entry: dict, result) -> None:
+    """Which GPU generator each kernel went to (gpu_codegen="nvvm": nvvm, or triton and why)."""
+    codegen = getattr(getattr(result.compiled, "library", None), "codegen", None)
+    if codegen:
+        entry.setdefault("gpu_codegen", {}).update(codegen)
+
+
 def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     """Import and compile a fully supported graph; returns (callable, CompileResult)."""
     # Code generators walk expressions recursively: a pooling window of 64 taps is a chain of
@@ -192,6 +209,8 @@ def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options)
 
     ctx = dialect.make_context()
     target_options = {"autotune": options.autotune, "cudagraphs": options.cudagraphs}
+    if options.gpu_codegen != "triton":
+        target_options.update(gpu_codegen=options.gpu_codegen, gpu_arch=_gpu_arch(gm))
     with ctx:
         imported = import_graph(gm, ctx, name=name)
         mark_strided_inputs(graph_function(imported.module), _strided_placeholders(gm))
@@ -378,6 +397,7 @@ def _compile_whole(gm, name, options, entry):
         return _compile_failed(gm, name, options, entry, e)
     entry["ops_compiled"] = entry["ops_total"]
     entry["kernels"] = result.compiled.num_kernels
+    _note_codegen(entry, result)
     entry["partitions"] = 1
     entry["stage_s"] = {k: round(v, 4) for k, v in result.stage_seconds.items()}
     entry["cache"] = result.cache
@@ -495,6 +515,7 @@ def _compile_partitions(gm, name, options, entry):
         setattr(fused, target, _ModuleWrapper(fn, (entry, options, result.cache) if first_call else None))
         compiled_ops += len(sub_ops)
         entry["kernels"] += result.compiled.num_kernels
+        _note_codegen(entry, result)
         entry["partitions"] += 1
         entry.setdefault("cache_partitions", []).append(result.cache)
         if result.worker is not None:

@@ -17,6 +17,9 @@
                                       on-disk cache
     check_inputs (LAMINA_CHECK_INPUTS=1)  check each call's tensors (shape, stride, dtype, device)
                                       against those the graph was compiled for; a mismatch raises
+    gpu_codegen (LAMINA_GPU_CODEGEN)  cuda target's kernel generator: "triton" (default) or "nvvm" (MLIR's
+                                      gpu -> NVVM path for the kernels it maps, Triton for the rest; the
+                                      report's gpu_codegen says which kernel went where)
     precompile (LAMINA_PRECOMPILE=0 turns it off)
                                       cuda target: before a graph's first call, compile all the
                                       Triton programs it launches at once, on a thread pool
@@ -48,6 +51,7 @@ class Options:
     compile_in_process: bool = False
     check_inputs: bool = False
     precompile: bool = True
+    gpu_codegen: str = "triton"
 
     @classmethod
     def resolve(cls, options: dict | None) -> "Options":
@@ -59,12 +63,15 @@ class Options:
                    cudagraphs=_env_flag("LAMINA_CUDAGRAPHS"),
                    compile_in_process=_env_flag("LAMINA_COMPILE_IN_PROCESS"),
                    check_inputs=_env_flag("LAMINA_CHECK_INPUTS"),
-                   precompile=os.environ.get("LAMINA_PRECOMPILE", "1").strip().lower() not in ("0", "false", "no", "off"))
+                   precompile=os.environ.get("LAMINA_PRECOMPILE", "1").strip().lower() not in ("0", "false", "no", "off"),
+                   gpu_codegen=os.environ.get("LAMINA_GPU_CODEGEN", "").strip().lower() or "triton")
         known = {f.name for f in fields(cls)}
         for key, value in (options or {}).items():
             if key not in known:
                 raise ValueError(f"unknown lamina option {key!r}; known: {', '.join(sorted(known))}")
             setattr(opts, key, value)
+        if opts.gpu_codegen not in ("triton", "nvvm"):
+            raise ValueError(f"lamina option gpu_codegen={opts.gpu_codegen!r}: expected 'triton' or 'nvvm'")
         if opts.autotune not in (True, False, "max"):
             raise ValueError(f"lamina option autotune={opts.autotune!r}: expected True, False or 'max'")
         return opts

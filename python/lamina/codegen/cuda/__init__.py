@@ -18,6 +18,7 @@ import os
 
 from ..target import register_target
 from . import operand_views, triton_emit  # noqa: F401  (register lamina-gpu-operand-views, lamina-to-triton)
+from . import gpu_mapping, nvvm_lower  # noqa: F401  (register lamina-map-gpu, lamina-to-nvvm)
 
 
 def interpreting() -> bool:
@@ -45,6 +46,10 @@ class CudaTarget:
     devices = _Devices()
     autotune = True
     cudagraphs = False
+    # "triton" (triton_emit.py) or "nvvm": MLIR's gpu -> NVVM path (gpu_mapping.py, nvvm_lower.py,
+    # nvvm_runtime.py) for the kernels it maps, Triton for the rest (lamina.gpu_codegen says which)
+    gpu_codegen = "triton"
+    gpu_arch = None   # "sm_90": the NVVM generator's chip (default: nvvm_lower.DEFAULT_ARCH)
     # matmul -> scale/mask -> softmax -> matmul is one kernel: a flash-attention program
     # (attention.py) when it matches, the scores never written to memory
     fusion_options = {"attention": True}
@@ -55,15 +60,26 @@ class CudaTarget:
     # programs around them read and write NHWC in 2-D tiles): lowering/conv_layouts.py
     plan_passes = ("lamina-plan-layouts",)
 
-    def configure(self, autotune: bool = True, cudagraphs: bool = False, **_ignored) -> None:
+    def configure(self, autotune: bool = True, cudagraphs: bool = False, gpu_codegen: str = "triton",
+                  gpu_arch: str | None = None, **_ignored) -> None:
+        if gpu_codegen not in ("triton", "nvvm"):
+            raise ValueError(f"lamina: gpu_codegen={gpu_codegen!r}: expected 'triton' or 'nvvm'")
         self.autotune = autotune
         self.cudagraphs = cudagraphs
+        self.gpu_codegen = gpu_codegen
+        self.gpu_arch = gpu_arch
 
     def lower(self, module, dump=None) -> None:
         from ...transforms.registry import run_pass
 
         run_pass("lamina-gpu-operand-views", module)
-        run_pass("lamina-to-triton", module)
+        if self.gpu_codegen == "nvvm":
+            from .gpu_mapping import map_gpu
+            from .nvvm_lower import DEFAULT_ARCH, lower_to_ptx
+
+            map_gpu(module)
+            lower_to_ptx(module, arch=self.gpu_arch or DEFAULT_ARCH)
+        run_pass("lamina-to-triton", module)   # (the kernels no other generator took)
 
     def load(self, module):
         from .triton_library import TritonKernelLibrary
@@ -73,7 +89,9 @@ class CudaTarget:
 
             interpreter_compat.apply()
 
-        return TritonKernelLibrary(module, device=self.device, autotune=self.autotune)
+        library = TritonKernelLibrary(module, device=self.device, autotune=self.autotune)
+        library.add_nvvm_kernels(module, self.gpu_arch)
+        return library
 
     def runner(self, plan, library):
         from ...runtime.plan_runner import PlanRunner

@@ -204,9 +204,12 @@ def constants_of(func) -> dict:
 
 
 def _kernel_functions(module):
+    """Kernels for this generator: all but those another one compiled (lamina.gpu_codegen)."""
     for op in module.body.operations:
         if op.operation.name == "func.func" and "lamina.kernel" in op.attributes:
-            yield op
+            codegen = op.attributes["lamina.gpu_codegen"] if "lamina.gpu_codegen" in op.attributes else None
+            if codegen is None or ir.StringAttr(codegen).value.startswith("triton"):
+                yield op
 
 
 def to_triton(module, **options) -> None:

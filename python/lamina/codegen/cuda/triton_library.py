@@ -350,6 +350,25 @@ class TritonKernelLibrary:
         if not fast:
             self.warming = None   # (the interpreter, LAMINA_TRITON_FAST_LAUNCH=0): compiles at launch
 
+    def add_nvvm_kernels(self, module: ir.Module, arch: str | None) -> None:
+        """The kernels the NVVM generator compiled (nvvm_runtime.py), launched beside the
+        Triton ones; `codegen` says which generator each kernel went to, and why."""
+        from .gpu_mapping import GPU_CODEGEN
+        from .nvvm_lower import DEFAULT_ARCH, nvvm_kernels
+
+        self.codegen = {}
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and GPU_CODEGEN in op.attributes:
+                self.codegen[ir.StringAttr(op.attributes["sym_name"]).value] = ir.StringAttr(op.attributes[GPU_CODEGEN]).value
+        if not nvvm_kernels(module):
+            return
+        if self.device != "cuda":
+            raise RuntimeError("lamina: NVVM kernels (gpu_codegen='nvvm') run on CUDA devices only "
+                               "(not under TRITON_INTERPRET)")
+        from .nvvm_runtime import nvvm_launchers
+
+        self._launchers.update(nvvm_launchers(module, arch or DEFAULT_ARCH))
+
     def launcher(self, kernel: str):
         return self._launchers[kernel]
 

@@ -1,0 +1,131 @@
+"""lamina-to-nvvm (L5, cuda target with `gpu_codegen="nvvm"`): the kernels lamina-map-gpu
+mapped (`lamina.gpu_codegen = "nvvm"`, one `gpu.launch` per root) become PTX, upstream all
+the way: gpu-kernel-outlining (each launch body a `gpu.func` in a `gpu.module`),
+nvvm-attach-target (the chip, PTX features, libdevice for math functions), the device
+lowering in the gpu.module (loops, affine, scf -> cf, convert-gpu-to-nvvm), and
+gpu-module-to-binary{format=isa}: each gpu.module becomes a `gpu.binary` holding PTX text
+(shown by the IR dump). The kernel function stays a host function of `gpu.launch_func`s
+with constant grids; nvvm_runtime.py reads them and launches the PTX with the CUDA driver.
+
+Constants a launch body uses are moved into it first, so a kernel's parameters are only its
+memrefs (the launcher packs them from torch tensors).
+"""
+from __future__ import annotations
+
+import os
+
+from mlir import ir, passmanager
+
+from ...transforms.registry import register_pass
+from .gpu_mapping import GPU_CODEGEN
+
+DEFAULT_ARCH = "sm_90"
+
+# In each gpu.module, before convert-gpu-to-nvvm: the thread tiles' linalg ops to loops.
+DEVICE_PASSES = ("convert-linalg-to-loops", "expand-strided-metadata", "lower-affine", "convert-scf-to-cf",
+                 "convert-gpu-to-nvvm", "canonicalize", "cse", "reconcile-unrealized-casts")
+
+
+def libdevice_path() -> str | None:
+    """CUDA's libdevice bitcode (math functions: __nv_expf ...), as Triton ships it."""
+    env = os.environ.get("LAMINA_LIBDEVICE")
+    if env:
+        return env
+    try:
+        import triton
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "lib", "libdevice.10.bc")
+    return path if os.path.exists(path) else None
+
+
+def ptx_features(arch: str) -> str:
+    """The PTX ISA version a chip needs at least (sm_90: PTX 8.0, CUDA 12)."""
+    number = int("".join(ch for ch in arch if ch.isdigit()) or 90)
+    return "+ptx80" if number >= 90 else "+ptx70"
+
+
+def nvvm_kernels(module: ir.Module) -> list:
+    return [op for op in module.body.operations
+            if op.operation.name == "func.func" and GPU_CODEGEN in op.attributes
+            and ir.StringAttr(op.attributes[GPU_CODEGEN]).value == "nvvm"]
+
+
+def _walk(op, visit) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                visit(inner)
+                _walk(inner, visit)
+
+
+def sink_constants(func_op) -> None:
+    """Clone the arith.constants a gpu.launch body uses from outside into the body."""
+    launches = []
+    _walk(func_op, lambda op: launches.append(op) if op.operation.name == "gpu.launch" else None)
+    for launch in launches:
+        body = launch.regions[0].blocks[0]
+        first = list(body.operations)[0]
+        clones: dict = {}
+
+        def visit(op, body=body, first=first, clones=clones):
+            for i, v in enumerate(op.operands):
+                owner = v.owner if isinstance(v, ir.OpResult) else None
+                if owner is None or owner.name != "arith.constant" or _inside(owner, launch):
+                    continue
+                key = owner
+                if key not in clones:
+                    clones[key] = owner.clone(ip=ir.InsertionPoint(first))
+                op.operands[i] = clones[key].results[0]
+        _walk(launch, visit)
+
+
+def _inside(op, ancestor) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent == ancestor.operation:
+            return True
+        parent = getattr(parent, "parent", None)
+    return False
+
+
+def lower_to_ptx(module: ir.Module, arch: str = DEFAULT_ARCH, opt_level: int = 3) -> int:
+    """Outline and compile every mapped kernel's launches to PTX (in place); returns how many
+    gpu.binary ops the module holds."""
+    kernels = nvvm_kernels(module)
+    if not kernels:
+        return 0
+    for func_op in kernels:
+        sink_constants(func_op)
+    module.operation.verify()
+    _run(module, "builtin.module(gpu-kernel-outlining, gpu.module(" + ", ".join(DEVICE_PASSES) + "))")
+    # libdevice only where a math function calls into it: linking it costs ~0.2 s per module
+    link = libdevice_path() if _calls_libdevice(module) else None
+    attach = f"chip={arch} features={ptx_features(arch)} O={opt_level}" + (f" l={link}" if link else "")
+    _run(module, "builtin.module(nvvm-attach-target{" + attach + "}, gpu-module-to-binary{format=isa})")
+    return sum(1 for op in module.body.operations if op.operation.name == "gpu.binary")
+
+
+def _calls_libdevice(module: ir.Module) -> bool:
+    for op in module.body.operations:
+        if op.operation.name != "gpu.module":
+            continue
+        for inner in op.regions[0].blocks[0].operations:
+            if inner.operation.name == "llvm.func" and ir.StringAttr(inner.attributes["sym_name"]).value.startswith("__nv_"):
+                return True
+    return False
+
+
+def _run(module: ir.Module, pipeline: str) -> None:
+    passmanager.PassManager.parse(pipeline, context=module.context).run(module.operation)
+
+
+def _register() -> None:
+    register_pass("lamina-to-nvvm", level="L5",
+                  description="cuda target, NVVM generator: outline mapped kernels' gpu.launch bodies and compile "
+                              "them to PTX (gpu.binary)")(
+        lambda module, **options: lower_to_ptx(module, arch=options.get("arch", DEFAULT_ARCH))
+    )
+
+
+_register()
