@@ -38,6 +38,8 @@ from ...transforms.registry import register_pass
 GPU_TILE = "lamina.gpu_tile"
 GPU_THREADS = "lamina.gpu_threads"
 GPU_CODEGEN = "lamina.gpu_codegen"
+GPU_ALIGNED_ARGS = "lamina.gpu_aligned_args"   # arguments whose base must be 16-byte aligned
+GPU_WRITTEN_ARGS = "lamina.gpu_written_args"   # (and of those, the ones the kernel writes)
 _ROOT = "lamina.gpu_root"
 _PRODUCER = "lamina.gpu_producer_"
 
@@ -125,12 +127,40 @@ def check_mappable(func_op, fused: bool = True) -> None:
 
 # ---- decisions -----------------------------------------------------------------------------------
 
-def default_mapping(sizes: list[int]) -> tuple[list[int], list[int]]:
-    """Block tile and threads per loop of a parallel op with static `sizes`: the innermost
-    loops fill one block of THREADS_PER_BLOCK threads, one element per thread (adjacent
-    threads, adjacent elements: coalesced); at most three loops split across threads."""
+def _largest_divisor(n: int, at_most: int) -> int:
+    for d in range(min(n, at_most), 0, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
+def default_mapping(sizes: list[int], vector: int = 1) -> tuple[list[int], list[int]]:
+    """Block tile and threads per loop of a parallel op with static `sizes`.
+
+    Vector path (`vector` > 1 elements make 16 bytes, and the innermost loop is a multiple
+    of it): each thread takes `vector` adjacent elements of the innermost loop (one 128-bit
+    load or store per operand), up to THREADS_PER_BLOCK threads per block, tiles that
+    divide the loops exactly (static tiles: what vectorization needs). Otherwise, or when no
+    divisor gives at least a warp across the innermost loop: one element per thread, tiles
+    of the innermost loops filling a block (the last ones partial). Adjacent threads take
+    adjacent elements (coalesced); at most three loops split across threads."""
     n = len(sizes)
     tile, threads = [1] * n, [0] * n
+    inner = sizes[-1] // vector if vector > 1 and sizes[-1] % vector == 0 else 0
+    if inner:
+        tx = _largest_divisor(inner, THREADS_PER_BLOCK)
+        if tx >= min(32, inner):
+            tile[-1], threads[-1] = tx * vector, tx
+            budget = THREADS_PER_BLOCK // tx
+            for d in reversed(range(max(0, n - 3), n - 1)):
+                if budget <= 1 or tile[d + 1] < sizes[d + 1]:
+                    break
+                t = _largest_divisor(sizes[d], budget)
+                tile[d] = t
+                if t > 1:
+                    threads[d] = t
+                budget //= t
+            return tile, threads
     budget = THREADS_PER_BLOCK
     for d in reversed(range(n)):
         if budget <= 1 or n - d > 3:
@@ -143,6 +173,38 @@ def default_mapping(sizes: list[int]) -> tuple[list[int], list[int]]:
         if t < sizes[d]:
             break
     return tile, threads
+
+
+def static_tiles(sizes: list[int], tile: list[int], threads: list[int]) -> list[int] | None:
+    """Each thread's tile when the block tiles divide the loops and the threads divide the
+    block tiles (every tile static: the thread's ops vectorize), else None."""
+    per_thread = []
+    for size, t, th in zip(sizes, tile, threads):
+        if size % t or (th and t % th):
+            return None
+        per_thread.append(t // th if th else t)
+    return per_thread
+
+
+def _element_bytes(t: ir.Type) -> int:
+    if isinstance(t, ir.ShapedType):
+        t = ir.ShapedType(t).element_type
+    width = getattr(t, "width", None)
+    if width is None:
+        for cls in (ir.IntegerType, ir.FloatType):
+            try:
+                width = cls(t).width
+                break
+            except (ValueError, TypeError):
+                continue
+    return max(1, (width or 32) // 8)
+
+
+def vector_elements(ops) -> int:
+    """Elements per 128-bit access of the widest element type the ops read or write."""
+    widest = max((_element_bytes(v.type) for op in ops for v in list(op.operands) + list(op.results)
+                  if isinstance(v.type, ir.ShapedType)), default=4)
+    return max(1, 16 // widest)
 
 
 def _i64s(attr) -> list[int]:
@@ -203,7 +265,7 @@ def plan_kernel(func_op) -> list[dict]:
         sizes = _loop_sizes(root)
         if not sizes:
             raise NotMappable("a rank-0 output")
-        tile, threads = default_mapping(sizes)
+        tile, threads = default_mapping(sizes, vector_elements([root] + _producers(root, block)))
         if GPU_TILE in root.attributes:
             tile = _i64s(root.attributes[GPU_TILE])
         if GPU_THREADS in root.attributes:
@@ -226,6 +288,7 @@ def plan_kernel(func_op) -> list[dict]:
             p.attributes[f"{_PRODUCER}{i}"] = ir.UnitAttr.get()
         items.append({"id": i, "sizes": sizes, "tile": tile, "threads": threads,
                       "block_dims": block_dims, "thread_dims": thread_dims,
+                      "per_thread": static_tiles(sizes, tile, threads),
                       "has_producers": bool(_producers(root, block))})
     return items
 
@@ -265,11 +328,21 @@ def build_tiling_schedule(items: list[dict]) -> str:
                          f': ({_A}, {_A}) -> ({_A}, {_A})')
             fused = f"%pf{i}"
         if it["thread_dims"]:
-            lines.append(f'%tt{i}, %tf{i} = transform.structured.tile_using_forall %bt{i} num_threads {_arr(it["threads"])} '
+            per_thread = it["per_thread"]
+            if per_thread is not None:   # static tiles: tile sizes per thread, then vectors
+                sizes = [per_thread[d] if d in it["thread_dims"] else 0 for d in range(len(per_thread))]
+                how = f"tile_sizes {_arr(sizes)}"
+            else:
+                how = f"num_threads {_arr(it['threads'])}"
+            lines.append(f'%tt{i}, %tf{i} = transform.structured.tile_using_forall %bt{i} {how} '
                          f'(mapping = {_mapping("thread", it["thread_dims"])}) : ({_A}) -> ({_A}, {_A})')
             if fused:
                 lines.append(f'%qf{i}, %tf{i}b = transform.structured.fuse_into_containing_op {fused} into %tf{i} '
                              f': ({_A}, {_A}) -> ({_A}, {_A})')
+            if per_thread is not None and per_thread[-1] > 1:   # (one element: nothing to vectorize)
+                forall = f"%tf{i}b" if fused else f"%tf{i}"
+                lines.append(f'%v{i} = transform.structured.match interface{{LinalgOp}} in {forall} : ({_A}) -> {_A}')
+                lines.append(f'transform.structured.vectorize %v{i} : {_A}')
     body = "\n    ".join(lines)
     return (f'module attributes {{transform.with_named_sequence}} {{\n'
             f'  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{\n'
@@ -305,6 +378,10 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
     _unshare_inits(func_op)
     check_mappable(func_op)
     items = plan_kernel(func_op)
+    candidates = _aligned_operands(func_op, items)
+    written = [op.operands[1].arg_number for op in func_op.regions[0].blocks[0].operations
+               if op.operation.name == "bufferization.materialize_in_destination"
+               and isinstance(op.operands[1], ir.BlockArgument)]
     func_op.operation.verify()
     _apply(func_op, build_tiling_schedule(items), dump_schedule)
     _run(func_op, "func.func(canonicalize, cse)")
@@ -316,6 +393,11 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
     _walk_body(func_op, lambda op: allocs.append(op) if op.operation.name in ("memref.alloc", "memref.alloca") else None)
     if allocs:
         raise NotMappable("a temporary buffer (a producer that did not fuse)")
+    _apply(func_op, _TRANSFER_LOWERING, dump_schedule)
+    aligned = mark_aligned_accesses(func_op, candidates)
+    if aligned:
+        func_op.attributes[GPU_ALIGNED_ARGS] = ir.DenseI64ArrayAttr.get(sorted(aligned))
+        func_op.attributes[GPU_WRITTEN_ARGS] = ir.DenseI64ArrayAttr.get(sorted(written))
     launches = [op for op in block.operations if op.operation.name == "scf.forall"]
     if len(launches) != len(items):
         raise NotMappable("not every root became one block loop")
@@ -329,6 +411,121 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
         _map_one_forall(func_op, pending, _threads_of(it), dump_schedule)
     _run(func_op, "func.func(canonicalize, cse)")
     func_op.attributes[GPU_CODEGEN] = ir.StringAttr.get("nvvm")
+
+
+# Vector transfers on the bufferized thread tiles: unit dims dropped, then in-bounds
+# contiguous ones become vector.load / vector.store (what gets an alignment); the others
+# are unrolled to scalars in the device lowering (nvvm_lower.DEVICE_PASSES).
+_TRANSFER_LOWERING = f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{
+    transform.apply_patterns to %root {{
+      transform.apply_patterns.vector.rank_reducing_subview_patterns
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+    }} : {_A}
+    transform.apply_patterns to %root {{
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.canonicalization
+    }} : {_A}
+    transform.yield
+  }}
+}}
+"""
+
+
+def _root_of_memref(v: ir.Value):
+    """The kernel argument a memref value is a subview (chain) of, else None."""
+    while isinstance(v, ir.OpResult) and v.owner.name in ("memref.subview", "memref.reinterpret_cast",
+                                                           "memref.collapse_shape", "memref.expand_shape"):
+        if v.owner.name != "memref.subview":
+            return None   # (offsets through reshapes are not followed)
+        v = v.owner.operands[0]
+    return v if isinstance(v, ir.BlockArgument) else None
+
+
+def _aligned_operands(func_op, items) -> set[int]:
+    """Kernel arguments every access of which, in a vectorized root, starts at a multiple of
+    the thread's vector: the arguments the roots read or write with the innermost loop as
+    the innermost index (per-thread tiles start at multiples of the vector along it) and
+    whose other strides are multiples of the vector. Arguments used anywhere else are not."""
+    block = func_op.regions[0].blocks[0]
+    arg_of = {}
+    for op in block.operations:
+        name = op.operation.name
+        if name == "bufferization.to_tensor" and isinstance(op.operands[0], ir.BlockArgument):
+            arg_of[op.results[0]] = op.operands[0].arg_number
+    ok, bad = set(), set()
+    for op in block.operations:
+        if op.operation.name == "bufferization.materialize_in_destination":
+            dest = op.operands[1]
+            if isinstance(dest, ir.BlockArgument):
+                src = op.operands[0].owner
+                rid = ir.IntegerAttr(src.attributes[_ROOT]).value if _ROOT in src.attributes else None
+                it = next((it for it in items if it["id"] == rid), None)
+                out_map = (ir.AffineMapAttr(list(ir.ArrayAttr(src.attributes["indexing_maps"]))[-1]).value
+                           if "indexing_maps" in src.attributes else None)
+                good = (it is not None and it["per_thread"] is not None and out_map is not None
+                        and _innermost_is_last_loop(out_map) and _contiguous_inner(dest.type, it["per_thread"][-1]))
+                (ok if good else bad).add(dest.arg_number)
+    for use_op in block.operations:
+        if use_op.operation.name.startswith("linalg."):
+            rid = ir.IntegerAttr(use_op.attributes[_ROOT]).value if _ROOT in use_op.attributes else None
+            it = next((it for it in items if it["id"] == rid), None)
+            maps = ([ir.AffineMapAttr(m).value for m in ir.ArrayAttr(use_op.attributes["indexing_maps"])]
+                    if "indexing_maps" in use_op.attributes else None)
+            for k, v in enumerate(use_op.operands):
+                if v not in arg_of:
+                    continue
+                arg = arg_of[v]
+                good = (it is not None and it["per_thread"] is not None and maps is not None
+                        and _innermost_is_last_loop(maps[k]) and
+                        _contiguous_inner(func_op.regions[0].blocks[0].arguments[arg].type, it["per_thread"][-1]))
+                (ok if good else bad).add(arg)
+    return ok - bad
+
+
+def _innermost_is_last_loop(m) -> bool:
+    results = list(m.results)
+    if not results:
+        return False
+    last = results[-1]
+    return isinstance(last, ir.AffineDimExpr) and ir.AffineDimExpr(last).position == m.n_dims - 1
+
+
+def _contiguous_inner(t: ir.Type, vector: int) -> bool:
+    if not isinstance(t, ir.MemRefType) or vector <= 1:
+        return False
+    strides, offset = ir.MemRefType(t).get_strides_and_offset()
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    if offset != 0 or not strides or strides[-1] != 1 or any(s == dynamic or s % vector for s in strides[:-1]):
+        return False
+    return True
+
+
+def mark_aligned_accesses(func_op, aligned: set[int]) -> set[int]:
+    """Give the vector loads and stores of aligned arguments (_aligned_operands) their
+    alignment (vector bytes: what makes them 128-bit accesses in PTX instead of scalar
+    ones); returns the arguments whose base pointer must then be aligned to 16 bytes (the
+    launcher copies a misaligned one: a view at an odd storage offset)."""
+    used = set()
+
+    def visit(op):
+        name = op.operation.name
+        if name not in ("vector.load", "vector.store"):
+            return
+        base = op.operands[0 if name == "vector.load" else 1]
+        arg = _root_of_memref(base)
+        if arg is None or arg.arg_number not in aligned:
+            return
+        vt = ir.VectorType(op.results[0].type if name == "vector.load" else op.operands[0].type)
+        nbytes = vt.shape[-1] * _element_bytes(vt.element_type)
+        if vt.rank != 1 or nbytes & (nbytes - 1) or nbytes > 16:
+            return
+        op.attributes["alignment"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), nbytes)
+        used.add(arg.arg_number)
+    _walk_body(func_op, visit)
+    return used
 
 
 def _map_one_forall(func_op, forall, threads: list[int], dump: bool) -> None:

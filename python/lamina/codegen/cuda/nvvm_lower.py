@@ -22,7 +22,8 @@ from .gpu_mapping import GPU_CODEGEN
 DEFAULT_ARCH = "sm_90"
 
 # In each gpu.module, before convert-gpu-to-nvvm: the thread tiles' linalg ops to loops.
-DEVICE_PASSES = ("convert-linalg-to-loops", "expand-strided-metadata", "lower-affine", "convert-scf-to-cf",
+DEVICE_PASSES = ("convert-linalg-to-loops", "convert-vector-to-scf{full-unroll=true}", "expand-strided-metadata",
+                 "lower-affine", "convert-scf-to-cf",
                  "convert-gpu-to-nvvm", "canonicalize", "cse", "reconcile-unrealized-casts")
 
 
@@ -60,7 +61,8 @@ def _walk(op, visit) -> None:
 
 
 def sink_constants(func_op) -> None:
-    """Clone the arith.constants a gpu.launch body uses from outside into the body."""
+    """Clone the constants (arith.constant, ub.poison) a gpu.launch body uses from outside
+    into the body."""
     launches = []
     _walk(func_op, lambda op: launches.append(op) if op.operation.name == "gpu.launch" else None)
     for launch in launches:
@@ -71,7 +73,7 @@ def sink_constants(func_op) -> None:
         def visit(op, body=body, first=first, clones=clones):
             for i, v in enumerate(op.operands):
                 owner = v.owner if isinstance(v, ir.OpResult) else None
-                if owner is None or owner.name != "arith.constant" or _inside(owner, launch):
+                if owner is None or owner.name not in ("arith.constant", "ub.poison") or _inside(owner, launch):
                     continue
                 key = owner
                 if key not in clones:

@@ -73,7 +73,7 @@ def host_launches(func_op) -> list[Launch]:
     launches = []
     for op in func_op.regions[0].blocks[0].operations:
         name = op.operation.name
-        if name in ("arith.constant", "func.return"):
+        if name in ("arith.constant", "ub.poison", "func.return"):
             continue
         if name != "gpu.launch_func":
             raise ValueError(f"lamina NVVM: unexpected host op {name} in a compiled kernel")
@@ -237,8 +237,12 @@ class _PreparedLaunch:
 class KernelLauncher:
     """Launches one lamina kernel's gpu.launch_funcs: `launcher(*inputs, *outputs)`."""
 
-    def __init__(self, name: str, launches: list[Launch], images: dict[str, bytes], arch: str):
+    def __init__(self, name: str, launches: list[Launch], images: dict[str, bytes], arch: str,
+                 aligned: tuple[int, ...] = (), written: tuple[int, ...] = ()):
         self.name, self.launches, self.images, self.arch = name, launches, images, arch
+        # arguments read or written with 128-bit accesses (lamina.gpu_aligned_args): a
+        # tensor there whose data pointer is not 16-byte aligned runs on an aligned copy
+        self.aligned, self.written = tuple(aligned), frozenset(written)
         self._prepared: dict[int, list[_PreparedLaunch]] = {}
         self._lock = threading.Lock()
         import torch
@@ -265,6 +269,12 @@ class KernelLauncher:
                 if device not in self._prepared:
                     self._prepared[device] = self._prepare(device)
             return
+        copies = None
+        for i in self.aligned:
+            if tensors[i].data_ptr() & 15:
+                copies = copies or {}
+                copies[i] = tensors[i].clone()   # (a new allocation: aligned, same strides)
+        run = tensors if copies is None else tuple(copies.get(i, t) for i, t in enumerate(tensors))
         with self._lock:
             prepared = self._prepared.get(device)
             if prepared is None:
@@ -272,14 +282,25 @@ class KernelLauncher:
             stream = self._raw_stream(device)
             lib = driver().lib
             for p in prepared:
-                p(lib, tensors, stream)
+                p(lib, run, stream)
+        if copies:
+            for i, c in copies.items():
+                if i in self.written:
+                    tensors[i].copy_(c)
+
+
+def _i64s(func_op, name: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in ir.DenseI64ArrayAttr(func_op.attributes[name])) if name in func_op.attributes else ()
 
 
 def nvvm_launchers(module: ir.Module, arch: str) -> dict[str, KernelLauncher]:
     """A launcher for every kernel the NVVM generator compiled in `module`."""
+    from .gpu_mapping import GPU_ALIGNED_ARGS, GPU_WRITTEN_ARGS
+
     images = binaries(module)
     out = {}
     for func_op in nvvm_kernels(module):
         name = ir.StringAttr(func_op.attributes["sym_name"]).value
-        out[name] = KernelLauncher(name, host_launches(func_op), images, arch)
+        out[name] = KernelLauncher(name, host_launches(func_op), images, arch,
+                                   _i64s(func_op, GPU_ALIGNED_ARGS), _i64s(func_op, GPU_WRITTEN_ARGS))
     return out
