@@ -75,10 +75,9 @@ class CudaTarget:
         run_pass("lamina-gpu-operand-views", module)
         if self.gpu_codegen == "nvvm":
             from .gpu_mapping import map_gpu
-            from .nvvm_lower import DEFAULT_ARCH, lower_to_ptx
+            from .nvvm_lower import DEFAULT_ARCH
 
-            map_gpu(module)
-            lower_to_ptx(module, arch=self.gpu_arch or DEFAULT_ARCH)
+            map_gpu(module, ptx_arch=self.gpu_arch or DEFAULT_ARCH)   # (each kernel to PTX on its own)
         run_pass("lamina-to-triton", module)   # (the kernels no other generator took)
 
     def load(self, module):

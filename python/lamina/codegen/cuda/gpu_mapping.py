@@ -34,6 +34,9 @@ from mlir.dialects.transform import interpreter
 from ...lowering.kernel_abi import kernel_functions
 from ...lowering.tiling import _unshare_inits
 from ...transforms.registry import register_pass
+from ..cpu import _identity_layout, copies_to_loops
+from .gpu_reductions import (NotARowKernel, check_block_writes, compensated_combines, copy_reduction_roots, erase_self_copies, fuse_into_thread_loops, one_use_per_op, plain_sums,
+                             plan_rows, row_schedule, shared_partials, unshare_inits)
 
 GPU_TILE = "lamina.gpu_tile"
 GPU_THREADS = "lamina.gpu_threads"
@@ -48,9 +51,21 @@ _BLOCK_IDS = ("x", "y", "z")
 
 # Ops a mappable kernel body may hold at its top level (besides linalg ops that tile).
 _BODY_OPS = ("bufferization.to_tensor", "bufferization.materialize_in_destination", "tensor.empty",
-             "arith.constant", "func.return")
+             "arith.constant", "func.return", "memref.collapse_shape", "memref.expand_shape")
 # Ops inside linalg bodies that have no NVVM lowering here (loops per element stay on Triton).
 _UNSUPPORTED_IN_BODY = ("scf.while", "func.call")
+
+
+# Views of a kernel argument (after bufferization: memref views of the argument's buffer,
+# read by the tiles like the argument itself)
+_VIEW_OPS = ("tensor.collapse_shape", "tensor.expand_shape", "tensor.extract_slice")
+
+
+def _views_an_argument(v: ir.Value) -> bool:
+    while isinstance(v, ir.OpResult) and v.owner.name in _VIEW_OPS:
+        v = v.owner.operands[0]
+    return isinstance(v, ir.OpResult) and v.owner.name == "bufferization.to_tensor" and \
+        isinstance(v.owner.operands[0], ir.BlockArgument)
 
 
 class NotMappable(Exception):
@@ -107,9 +122,6 @@ def check_mappable(func_op, fused: bool = True) -> None:
             if name in ("linalg.matmul", "linalg.batch_matmul") or name.startswith("linalg.conv") \
                     or name.startswith("linalg.pooling"):
                 raise NotMappable(f"{name} (contractions and convolutions)")
-            its = op.attributes["iterator_types"] if "iterator_types" in op.attributes else None
-            if its is not None and any("reduction" in str(a) for a in ir.ArrayAttr(its)):
-                raise NotMappable("a reduction")
             _check_types(list(op.operands) + list(op.results), name)
 
             def visit(inner):
@@ -119,10 +131,46 @@ def check_mappable(func_op, fused: bool = True) -> None:
         elif name == "arith.constant":
             if fused and isinstance(op.results[0].type, ir.ShapedType):
                 raise NotMappable("a constant tensor")
+        elif name in _VIEW_OPS:
+            if fused and not _views_an_argument(op.results[0]):
+                raise NotMappable(f"{name} of a computed value")
+        elif name.startswith(("arith.", "math.")) and not any(isinstance(r.type, ir.ShapedType) for r in op.results):
+            continue   # scalar arithmetic (recomputed in the launches: nvvm_lower.sink_constants)
         elif name not in _BODY_OPS:
             raise NotMappable(name)
     if not any(op.operation.name == "bufferization.materialize_in_destination" for op in block.operations):
         raise NotMappable("no output")
+
+
+def reshaped_outputs_to_views(func_op) -> int:
+    """An output stored as a reshape of a computed value (a keepdim row value [8, 10, 1]
+    computed as [8, 10]) is stored unreshaped into the inverse reshape of the output
+    buffer (a memref view): the value's producer stays the output's root."""
+    from mlir.dialects import memref
+
+    block = func_op.regions[0].blocks[0]
+    n = 0
+    for mat in [op for op in block.operations if op.operation.name == "bufferization.materialize_in_destination"]:
+        src, dest = mat.operands[0], mat.operands[1]
+        owner = src.owner if isinstance(src, ir.OpResult) else None
+        if owner is None or owner.name not in ("tensor.expand_shape", "tensor.collapse_shape") \
+                or not isinstance(dest.type, ir.MemRefType) or not _identity_layout(dest.type):
+            continue
+        value = owner.operands[0]
+        vt = ir.RankedTensorType(value.type)
+        reassoc = owner.attributes["reassociation"]
+        with mat.location, ir.InsertionPoint(mat):
+            view_t = ir.MemRefType.get(vt.shape, vt.element_type)
+            if owner.name == "tensor.expand_shape":   # the value has fewer dims: collapse the buffer
+                view = memref.collapse_shape(view_t, dest, reassoc)
+            else:
+                view = memref.expand_shape(view_t, dest, reassoc, [], list(vt.shape))
+        mat.operands[0] = value
+        mat.operands[1] = view
+        if not any(True for _ in owner.results[0].uses):
+            owner.erase()
+        n += 1
+    return n
 
 
 # ---- decisions -----------------------------------------------------------------------------------
@@ -134,7 +182,7 @@ def _largest_divisor(n: int, at_most: int) -> int:
     return 1
 
 
-def default_mapping(sizes: list[int], vector: int = 1) -> tuple[list[int], list[int]]:
+def default_mapping(sizes: list[int], vector: int = 1, kinds: list[str] | None = None) -> tuple[list[int], list[int]]:
     """Block tile and threads per loop of a parallel op with static `sizes`.
 
     Vector path (`vector` > 1 elements make 16 bytes, and the innermost loop is a multiple
@@ -143,8 +191,19 @@ def default_mapping(sizes: list[int], vector: int = 1) -> tuple[list[int], list[
     divide the loops exactly (static tiles: what vectorization needs). Otherwise, or when no
     divisor gives at least a warp across the innermost loop: one element per thread, tiles
     of the innermost loops filling a block (the last ones partial). Adjacent threads take
-    adjacent elements (coalesced); at most three loops split across threads."""
+    adjacent elements (coalesced); at most three loops split across threads. Reduction
+    loops (`kinds`; never the innermost here) stay whole in every thread's tile."""
     n = len(sizes)
+    if kinds and "reduction" in kinds:
+        tile, threads = [1] * n, [0] * n
+        par = [d for d in range(n) if kinds[d] == "parallel"]
+        sub_tile, sub_threads = default_mapping([sizes[d] for d in par], vector)
+        for d, t, th in zip(par, sub_tile, sub_threads):
+            tile[d], threads[d] = t, th
+        for d in range(n):
+            if kinds[d] == "reduction":
+                tile[d] = sizes[d]
+        return tile, threads
     tile, threads = [1] * n, [0] * n
     inner = sizes[-1] // vector if vector > 1 and sizes[-1] % vector == 0 else 0
     if inner:
@@ -265,7 +324,9 @@ def plan_kernel(func_op) -> list[dict]:
         sizes = _loop_sizes(root)
         if not sizes:
             raise NotMappable("a rank-0 output")
-        tile, threads = default_mapping(sizes, vector_elements([root] + _producers(root, block)))
+        kinds = (["reduction" if "reduction" in str(a) else "parallel" for a in ir.ArrayAttr(root.attributes["iterator_types"])]
+                 if "iterator_types" in root.attributes else None)
+        tile, threads = default_mapping(sizes, vector_elements([root] + _producers(root, block)), kinds)
         if GPU_TILE in root.attributes:
             tile = _i64s(root.attributes[GPU_TILE])
         if GPU_THREADS in root.attributes:
@@ -289,6 +350,9 @@ def plan_kernel(func_op) -> list[dict]:
         items.append({"id": i, "sizes": sizes, "tile": tile, "threads": threads,
                       "block_dims": block_dims, "thread_dims": thread_dims,
                       "per_thread": static_tiles(sizes, tile, threads),
+                      # (a thread's tile with a whole reduction loop would be one huge vector)
+                      "vectorize": not any("reduction" in str(op.attributes["iterator_types"])
+                                           for op in [root] + _producers(root, block) if "iterator_types" in op.attributes),
                       "has_producers": bool(_producers(root, block))})
     return items
 
@@ -339,7 +403,7 @@ def build_tiling_schedule(items: list[dict]) -> str:
             if fused:
                 lines.append(f'%qf{i}, %tf{i}b = transform.structured.fuse_into_containing_op {fused} into %tf{i} '
                              f': ({_A}, {_A}) -> ({_A}, {_A})')
-            if per_thread is not None and per_thread[-1] > 1:   # (one element: nothing to vectorize)
+            if per_thread is not None and per_thread[-1] > 1 and it["vectorize"]:   # (one element: nothing to vectorize)
                 forall = f"%tf{i}b" if fused else f"%tf{i}"
                 lines.append(f'%v{i} = transform.structured.match interface{{LinalgOp}} in {forall} : ({_A}) -> {_A}')
                 lines.append(f'transform.structured.vectorize %v{i} : {_A}')
@@ -373,10 +437,61 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
     so callers work on a copy (map_gpu)."""
     check_mappable(func_op, fused=False)
     func_op.operation.verify()
-    # named ops (transpose, broadcast, copy) as generics, so that they fuse into their users
-    _run(func_op, "func.func(linalg-generalize-named-ops, linalg-fuse-elementwise-ops, canonicalize, cse)")
+    plain_sums(func_op)
+    block = func_op.regions[0].blocks[0]
+    # row kernels: a reduction over the innermost loop (softmax, norms); reductions over
+    # outer loops only (a bias gradient's column sums) map like pointwise kernels, each
+    # thread looping over the reduced rows of its columns
+    rows = any("reduction" in str(list(ir.ArrayAttr(op.attributes["iterator_types"]))[-1])
+               for op in block.operations if op.operation.name == "linalg.generic")
+    # named ops (transpose, broadcast, copy) as generics, so that they fuse into their users;
+    # with reductions, unit dims folded away (a keepdim reduction's (d0, 0) output map is
+    # one that tiling cannot take)
+    reduces = any("reduction" in str(op.attributes["iterator_types"]) for op in block.operations
+                  if op.operation.name == "linalg.generic")
+    fold = "linalg-fold-unit-extent-dims, " if reduces else ""
+    _run(func_op, f"func.func(linalg-generalize-named-ops, {fold}linalg-fuse-elementwise-ops, canonicalize, cse)")
     _unshare_inits(func_op)
+    reshaped_outputs_to_views(func_op)
     check_mappable(func_op)
+    if rows:
+        _map_row_kernel(func_op, dump_schedule)
+    else:
+        _map_pointwise_kernel(func_op, dump_schedule)
+    _run(func_op, "func.func(canonicalize, cse)")
+    func_op.attributes[GPU_CODEGEN] = ir.StringAttr.get("nvvm")
+
+
+def _bufferize(func_op) -> None:
+    # (one-shot-bufferize works on modules; the kernel is alone in its scratch module)
+    _run(func_op.parent, "builtin.module(eliminate-empty-tensors, one-shot-bufferize, canonicalize, cse)")
+
+
+def _map_block_loops(func_op, threads_per_root: list[list[int]], dump: bool) -> None:
+    """Each root's block loop (a top-level scf.forall, in order) becomes a gpu.launch."""
+    block = func_op.regions[0].blocks[0]
+    launches = [op for op in block.operations if op.operation.name == "scf.forall"]
+    if len(launches) != len(threads_per_root):
+        raise NotMappable("not every root became one block loop")
+    for forall in launches:
+        forall.attributes["lamina.gpu_launch_pending"] = ir.UnitAttr.get()
+    for threads in threads_per_root:
+        pending = next(op for op in func_op.regions[0].blocks[0].operations
+                       if "lamina.gpu_launch_pending" in op.attributes)
+        del pending.attributes["lamina.gpu_launch_pending"]
+        _map_one_forall(func_op, pending, threads, dump)
+
+
+def _in_launch_loop(op) -> bool:
+    parent = op.operation.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name == "scf.forall":
+            return True
+        parent = parent.parent
+    return False
+
+
+def _map_pointwise_kernel(func_op, dump_schedule: bool) -> None:
     items = plan_kernel(func_op)
     candidates = _aligned_operands(func_op, items)
     written = [op.operands[1].arg_number for op in func_op.regions[0].blocks[0].operations
@@ -385,32 +500,59 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
     func_op.operation.verify()
     _apply(func_op, build_tiling_schedule(items), dump_schedule)
     _run(func_op, "func.func(canonicalize, cse)")
-    # (one-shot-bufferize works on modules; the kernel is alone in its scratch module)
-    _run(func_op.parent if hasattr(func_op, "parent") else func_op,
-         "builtin.module(eliminate-empty-tensors, one-shot-bufferize, canonicalize, cse)")
-    block = func_op.regions[0].blocks[0]
-    allocs = []
-    _walk_body(func_op, lambda op: allocs.append(op) if op.operation.name in ("memref.alloc", "memref.alloca") else None)
-    if allocs:
+    _bufferize(func_op)
+    erase_self_copies(func_op)
+    copies_to_loops(func_op)
+    outside = []
+    _walk_body(func_op, lambda op: outside.append(op) if op.operation.name == "memref.alloc"
+               and not _in_launch_loop(op) else None)
+    if outside:
         raise NotMappable("a temporary buffer (a producer that did not fuse)")
+    try:   # a thread's own temporaries (a column sum's accumulator): private
+        shared_partials(func_op, func_op.parent.regions[0].blocks[0], "__lamina_unused")
+    except ValueError as e:
+        raise NotMappable(str(e)) from None
     _apply(func_op, _TRANSFER_LOWERING, dump_schedule)
     aligned = mark_aligned_accesses(func_op, candidates)
     if aligned:
         func_op.attributes[GPU_ALIGNED_ARGS] = ir.DenseI64ArrayAttr.get(sorted(aligned))
         func_op.attributes[GPU_WRITTEN_ARGS] = ir.DenseI64ArrayAttr.get(sorted(written))
-    launches = [op for op in block.operations if op.operation.name == "scf.forall"]
-    if len(launches) != len(items):
-        raise NotMappable("not every root became one block loop")
-    # each root's forall gets its own threads: map them one at a time
-    for forall, it in zip(launches, items):
-        forall.attributes["lamina.gpu_launch_pending"] = ir.UnitAttr.get()
-    for it in items:
-        pending = next(op for op in func_op.regions[0].blocks[0].operations
-                       if "lamina.gpu_launch_pending" in op.attributes)
-        del pending.attributes["lamina.gpu_launch_pending"]
-        _map_one_forall(func_op, pending, _threads_of(it), dump_schedule)
-    _run(func_op, "func.func(canonicalize, cse)")
-    func_op.attributes[GPU_CODEGEN] = ir.StringAttr.get("nvvm")
+    _map_block_loops(func_op, [_threads_of(it) for it in items], dump_schedule)
+
+
+def _map_row_kernel(func_op, dump_schedule: bool) -> None:
+    """Kernels with row reductions (softmax, norms, sums over the last dim): gpu_reductions.py."""
+    block = func_op.regions[0].blocks[0]
+    copy_reduction_roots(func_op)
+    one_use_per_op(func_op)
+    _unshare_inits(func_op)
+    roots = _roots(block)
+    try:
+        items = plan_rows(func_op, roots, _loop_sizes, lambda root: _producers(root, block))
+    except NotARowKernel as e:
+        raise NotMappable(str(e)) from None
+    for i, root in enumerate(roots):
+        root.attributes[_ROOT] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
+        for p in _producers(root, block):
+            p.attributes[f"{_PRODUCER}{i}"] = ir.UnitAttr.get()
+    func_op.operation.verify()
+    for item in items:
+        _apply(func_op, row_schedule(item, _ROOT, _PRODUCER), dump_schedule)
+        _run(func_op, "func.func(canonicalize)")   # (the originals the block fusion cloned)
+        fuse_into_thread_loops(func_op, item, lambda text: _apply(func_op, text, dump_schedule))
+        _run(func_op, "func.func(canonicalize, cse)")
+    unshare_inits(func_op)
+    _bufferize(func_op)
+    erase_self_copies(func_op)
+    copies_to_loops(func_op)   # (a strided memref.copy would call MLIR's runtime: no such thing on the GPU)
+    compensated_combines(func_op)
+    name = ir.StringAttr(func_op.attributes["sym_name"]).value
+    shared_partials(func_op, func_op.parent.regions[0].blocks[0], f"__lamina_{name}")
+    try:
+        check_block_writes(func_op)
+    except ValueError as e:
+        raise NotMappable(str(e)) from None
+    _map_block_loops(func_op, [[it["threads"]] for it in items], dump_schedule)
 
 
 # Vector transfers on the bufferized thread tiles: unit dims dropped, then in-bounds
@@ -543,9 +685,11 @@ def _map_one_forall(func_op, forall, threads: list[int], dump: bool) -> None:
     _apply(func_op, text, dump)
 
 
-def map_gpu(module: ir.Module, *, dump_schedule: bool = False, kernels=None) -> dict[str, str]:
+def map_gpu(module: ir.Module, *, dump_schedule: bool = False, kernels=None, ptx_arch: str | None = None) -> dict[str, str]:
     """Map every kernel of `module` this generator can (each on a copy first); returns
-    {kernel: "nvvm" | "triton: <why>"} and records it as lamina.gpu_codegen."""
+    {kernel: "nvvm" | "triton: <why>"} and records it as lamina.gpu_codegen. With
+    `ptx_arch`, each mapped copy is also compiled to PTX (lamina-to-nvvm) before it replaces
+    the kernel, so that a failure there too leaves the kernel to Triton."""
     results = {}
     for func_op in kernel_functions(module):
         name = ir.StringAttr(func_op.attributes["sym_name"]).value
@@ -559,13 +703,20 @@ def map_gpu(module: ir.Module, *, dump_schedule: bool = False, kernels=None) -> 
             copy = func_op.operation.clone(ip=ir.InsertionPoint(scratch.body))
             try:
                 map_kernel(copy.opview if hasattr(copy, "opview") else copy, dump_schedule=dump_schedule)
+                if ptx_arch is not None:
+                    from .nvvm_lower import lower_to_ptx
+
+                    lower_to_ptx(scratch, arch=ptx_arch)
             except NotMappable as e:
                 why = f"triton: {e}"
             except Exception as e:   # an MLIR failure (a transform it does not take): the kernel stays
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 why = f"triton: mapping failed ({first[:120]})"
             else:
-                copy.move_before(func_op.operation)
+                for op in list(scratch.body.operations):   # the kernel (and its gpu.binary or globals)
+                    op.move_before(func_op.operation)
+                if "gpu.container_module" in scratch.operation.attributes:
+                    module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
                 func_op.operation.erase()
                 results[name] = "nvvm"
                 continue

@@ -60,9 +60,26 @@ def _walk(op, visit) -> None:
                 _walk(inner, visit)
 
 
+_VIEWS = ("memref.collapse_shape", "memref.expand_shape", "memref.subview", "memref.cast")
+
+
+def _sinkable(op) -> bool:
+    """What a launch body may recompute instead of taking it as a parameter: constants,
+    arith/math ops on scalars computed from sinkable values, and views of the kernel's
+    memrefs (an output's reshape: the parameter stays the kernel's own argument)."""
+    name = op.name
+    if name in ("arith.constant", "ub.poison"):
+        return True
+    if name in _VIEWS:
+        return all(isinstance(v, ir.BlockArgument) or _sinkable(v.owner) for v in op.operands)
+    if not name.startswith(("arith.", "math.")) or any(isinstance(r.type, ir.ShapedType) for r in op.results):
+        return False
+    return all(isinstance(v, ir.OpResult) and _sinkable(v.owner) for v in op.operands)
+
+
 def sink_constants(func_op) -> None:
-    """Clone the constants (arith.constant, ub.poison) a gpu.launch body uses from outside
-    into the body."""
+    """Clone the scalar values a gpu.launch body uses from outside (constants, scalar
+    arithmetic on them) into the body, so that a kernel's parameters are its memrefs."""
     launches = []
     _walk(func_op, lambda op: launches.append(op) if op.operation.name == "gpu.launch" else None)
     for launch in launches:
@@ -70,15 +87,24 @@ def sink_constants(func_op) -> None:
         first = list(body.operations)[0]
         clones: dict = {}
 
-        def visit(op, body=body, first=first, clones=clones):
+        def inside(v, first=first, clones=clones):
+            if isinstance(v, ir.BlockArgument):
+                return v   # (an argument of the kernel function: a launch parameter)
+            owner = v.owner
+            if owner not in clones:
+                operands = [inside(operand) for operand in owner.operands]   # (defined before the copy)
+                copy = owner.clone(ip=ir.InsertionPoint(first))
+                for i, operand in enumerate(operands):
+                    copy.operands[i] = operand
+                clones[owner] = copy
+            return clones[owner].results[v.result_number]
+
+        def visit(op, launch=launch):
             for i, v in enumerate(op.operands):
                 owner = v.owner if isinstance(v, ir.OpResult) else None
-                if owner is None or owner.name not in ("arith.constant", "ub.poison") or _inside(owner, launch):
+                if owner is None or _inside(owner, launch) or not _sinkable(owner):
                     continue
-                key = owner
-                if key not in clones:
-                    clones[key] = owner.clone(ip=ir.InsertionPoint(first))
-                op.operands[i] = clones[key].results[0]
+                op.operands[i] = inside(v)
         _walk(launch, visit)
 
 
@@ -101,6 +127,9 @@ def lower_to_ptx(module: ir.Module, arch: str = DEFAULT_ARCH, opt_level: int = 3
         sink_constants(func_op)
     module.operation.verify()
     _run(module, "builtin.module(gpu-kernel-outlining, gpu.module(" + ", ".join(DEVICE_PASSES) + "))")
+    for op in list(module.body.operations):   # shared-memory globals: outlining copied them into the kernels
+        if op.operation.name == "memref.global" and "workgroup" in str(op.attributes["type"]):
+            op.operation.erase()
     # libdevice only where a math function calls into it: linking it costs ~0.2 s per module
     link = libdevice_path() if _calls_libdevice(module) else None
     attach = f"chip={arch} features={ptx_features(arch)} O={opt_level}" + (f" l={link}" if link else "")
