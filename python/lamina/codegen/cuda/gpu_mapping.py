@@ -450,7 +450,8 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
     reduces = any("reduction" in str(op.attributes["iterator_types"]) for op in block.operations
                   if op.operation.name == "linalg.generic")
     fold = "linalg-fold-unit-extent-dims, " if reduces else ""
-    _run(func_op, f"func.func(linalg-generalize-named-ops, {fold}linalg-fuse-elementwise-ops, canonicalize, cse)")
+    _apply(func_op, _GENERALIZE, dump_schedule)
+    _run(func_op, f"func.func({fold}linalg-fuse-elementwise-ops, canonicalize, cse)")
     _unshare_inits(func_op)
     reshaped_outputs_to_views(func_op)
     check_mappable(func_op)
@@ -459,7 +460,21 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
     else:
         _map_pointwise_kernel(func_op, dump_schedule)
     _run(func_op, "func.func(canonicalize, cse)")
+    _check_host_function(func_op)
     func_op.attributes[GPU_CODEGEN] = ir.StringAttr.get("nvvm")
+
+
+_HOST_OPS = ("gpu.launch", "func.return", "ub.poison", "memref.collapse_shape", "memref.expand_shape",
+             "memref.subview", "memref.cast")
+
+
+def _check_host_function(func_op) -> None:
+    """After mapping, the kernel function may only launch (what nvvm_runtime.host_launches
+    reads): work left outside the launches (a producer no block loop took) is refused."""
+    for op in func_op.regions[0].blocks[0].operations:
+        name = op.operation.name
+        if name not in _HOST_OPS and not name.startswith(("arith.", "math.")):
+            raise NotMappable(f"{name} outside the launches")
 
 
 def _bufferize(func_op) -> None:
@@ -537,10 +552,11 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
             p.attributes[f"{_PRODUCER}{i}"] = ir.UnitAttr.get()
     func_op.operation.verify()
     for item in items:
+        unshare_inits(func_op)   # (each fill fuses into the one loop that reads it)
         _apply(func_op, row_schedule(item, _ROOT, _PRODUCER), dump_schedule)
-        _run(func_op, "func.func(canonicalize)")   # (the originals the block fusion cloned)
+        _run(func_op, "func.func(canonicalize)")   # (the originals the block fusion cloned; no CSE,
         fuse_into_thread_loops(func_op, item, lambda text: _apply(func_op, text, dump_schedule))
-        _run(func_op, "func.func(canonicalize, cse)")
+        _run(func_op, "func.func(canonicalize)")   # which would merge equal fills again)
     unshare_inits(func_op)
     _bufferize(func_op)
     erase_self_copies(func_op)
@@ -553,6 +569,19 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
     except ValueError as e:
         raise NotMappable(str(e)) from None
     _map_block_loops(func_op, [[it["threads"]] for it in items], dump_schedule)
+
+
+# Data-movement named ops as generics (elementwise fusion then merges them into their users);
+# fills stay fills: a reduction's init fuses into its loops as one
+_GENERALIZE = f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{
+    %ops = transform.structured.match ops{{["linalg.transpose", "linalg.broadcast", "linalg.copy", "linalg.map",
+                                           "linalg.elementwise", "linalg.reduce"]}} in %root : ({_A}) -> {_A}
+    transform.structured.generalize %ops : ({_A}) -> {_A}
+    transform.yield
+  }}
+}}
+"""
 
 
 # Vector transfers on the bufferized thread tiles: unit dims dropped, then in-bounds

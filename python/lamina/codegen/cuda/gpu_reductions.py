@@ -15,7 +15,7 @@ schedule that splits each row reduction across a block's threads.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, linalg, memref
+from mlir.dialects import arith, linalg, math, memref
 
 from ...lowering.vector_reduce import _compensated_addend, _is_compensated
 
@@ -437,6 +437,10 @@ def compensated_combines(func_op) -> int:
                 y = arith.subf(x, c_)
                 t = arith.addf(s_, y)
                 c_new = arith.subf(arith.subf(t, s_), y)
+                # (an infinite sum keeps no compensation: inf - inf would make it NaN)
+                inf = arith.ConstantOp(st.element_type, float("inf")).result
+                finite = arith.cmpf(arith.CmpFPredicate.OLT, math.absf(t), inf)
+                c_new = arith.select(finite, c_new, comp0)
                 scf.YieldOp([t, c_new])
             memref.store(loop.results[0], acc, zeros)
         red.operation.erase()
