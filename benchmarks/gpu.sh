@@ -10,7 +10,9 @@
 # an L2 flush, as triton.testing.do_bench: kernel time) into harness.{txt,json}, then with
 # `--timer wall` (back-to-back calls closed by a synchronize: end-to-end time with the host's
 # launch overhead) into harness_wall.{txt,json}; then lamina with CUDA graphs.
-# Set SKIP_TESTS, SKIP_WALL or SKIP_CUDAGRAPHS (to anything) to leave that step out.
+# Then lamina with the NVVM code generator (LAMINA_GPU_CODEGEN=nvvm: MLIR's gpu -> NVVM path for
+# the kernels it maps, Triton for the rest) into harness_nvvm.{txt,json}, and its tests.
+# Set SKIP_TESTS, SKIP_WALL, SKIP_CUDAGRAPHS or SKIP_NVVM (to anything) to leave that step out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-/tmp/lamina-gpu}}
@@ -45,4 +47,15 @@ if [[ -z "${SKIP_CUDAGRAPHS:-}" ]]; then
     --json "$out/harness_cudagraphs.json" > "$out/harness_cudagraphs.txt" 2>&1
   echo "cudagraphs harness rc=$?"
   grep -E "^\||geomean" "$out/harness_cudagraphs.txt"
+fi
+if [[ -z "${SKIP_NVVM:-}" ]]; then
+  # the second GPU code generator: same cases, lamina only (eager and the copy reference rerun)
+  if [[ -z "${SKIP_TESTS:-}" ]]; then
+    python3 -m pytest -q -p no:cacheprovider test/python/e2e/test_nvvm_codegen.py > "$out/tests_nvvm.txt" 2>&1
+    echo "nvvm tests: $(tail -1 "$out/tests_nvvm.txt")"
+  fi
+  LAMINA_GPU_CODEGEN=nvvm python3 benchmarks/run.py --device cuda --json "$out/harness_nvvm.json" "$@" --no-inductor \
+    > "$out/harness_nvvm.txt" 2>&1
+  echo "nvvm harness rc=$?"
+  grep -E "^\||geomean|copy bandwidth|compile s" "$out/harness_nvvm.txt"
 fi

@@ -32,11 +32,11 @@ from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
 from ...lowering.kernel_abi import kernel_functions
-from ...lowering.tiling import _unshare_inits
+from ...lowering.tiling import _try_vectorize_each, _unshare_inits
 from ...transforms.registry import register_pass
 from ..cpu import _identity_layout, copies_to_loops
-from .gpu_reductions import (NotARowKernel, check_block_writes, compensated_combines, copy_reduction_roots, erase_self_copies, fuse_into_thread_loops, one_use_per_op, plain_sums,
-                             plan_rows, row_schedule, shared_partials, unshare_inits)
+from .gpu_reductions import (_in_thread_forall, NotARowKernel, check_block_writes, compensated_combines, copy_reduction_roots, erase_self_copies, fuse_into_thread_loops, one_use_per_op, plain_sums,
+                             plan_rows, row_schedule, shared_partials, unshare_inits, warp_combines)
 
 GPU_TILE = "lamina.gpu_tile"
 GPU_THREADS = "lamina.gpu_threads"
@@ -550,6 +550,12 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
         root.attributes[_ROOT] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
         for p in _producers(root, block):
             p.attributes[f"{_PRODUCER}{i}"] = ir.UnitAttr.get()
+    # arguments every op reads or writes along the row with the row's innermost index: a
+    # thread's chunk starts at a multiple of the chunk there
+    row_candidates = _row_aligned_operands(func_op, items[0]["chunk"] or 0)
+    written = [op.operands[1].arg_number for op in block.operations
+               if op.operation.name == "bufferization.materialize_in_destination"
+               and isinstance(op.operands[1], ir.BlockArgument)]
     func_op.operation.verify()
     for item in items:
         unshare_inits(func_op)   # (each fill fuses into the one loop that reads it)
@@ -557,18 +563,77 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
         _run(func_op, "func.func(canonicalize)")   # (the originals the block fusion cloned; no CSE,
         fuse_into_thread_loops(func_op, item, lambda text: _apply(func_op, text, dump_schedule))
         _run(func_op, "func.func(canonicalize)")   # which would merge equal fills again)
+    chunk = items[0]["chunk"] if all(it["chunk"] == items[0]["chunk"] for it in items) else None
+    vectorized = chunk is not None and chunk > 1 and _vectorize_thread_tiles(func_op, dump_schedule)
     unshare_inits(func_op)
     _bufferize(func_op)
     erase_self_copies(func_op)
     copies_to_loops(func_op)   # (a strided memref.copy would call MLIR's runtime: no such thing on the GPU)
-    compensated_combines(func_op)
     name = ir.StringAttr(func_op.attributes["sym_name"]).value
-    shared_partials(func_op, func_op.parent.regions[0].blocks[0], f"__lamina_{name}")
+    module_body = func_op.parent.regions[0].blocks[0]
+    if len({it["threads"] for it in items}) == 1:
+        warp_combines(func_op, module_body, f"__lamina_{name}", items[0]["threads"])
+    compensated_combines(func_op)   # (the combines warp_combines left)
+    if vectorized:
+        _apply(func_op, _TRANSFER_LOWERING, dump_schedule)
+        aligned = mark_aligned_accesses(func_op, row_candidates)
+        if aligned:
+            func_op.attributes[GPU_ALIGNED_ARGS] = ir.DenseI64ArrayAttr.get(sorted(aligned))
+            func_op.attributes[GPU_WRITTEN_ARGS] = ir.DenseI64ArrayAttr.get(sorted(written))
+    shared_partials(func_op, module_body, f"__lamina_{name}")
     try:
         check_block_writes(func_op)
     except ValueError as e:
         raise NotMappable(str(e)) from None
     _map_block_loops(func_op, [[it["threads"]] for it in items], dump_schedule)
+
+
+def _row_aligned_operands(func_op, chunk: int) -> set[int]:
+    """_aligned_operands for row kernels: every linalg op's operands (reductions and roots
+    alike split the row's innermost loop into chunks of `chunk`)."""
+    block = func_op.regions[0].blocks[0]
+    arg_of = {op.results[0]: op.operands[0].arg_number for op in block.operations
+              if op.operation.name == "bufferization.to_tensor" and isinstance(op.operands[0], ir.BlockArgument)}
+    ok, bad = set(), set()
+    for op in block.operations:
+        if op.operation.name == "bufferization.materialize_in_destination" and isinstance(op.operands[1], ir.BlockArgument):
+            src = op.operands[0].owner
+            out_map = (ir.AffineMapAttr(list(ir.ArrayAttr(src.attributes["indexing_maps"]))[-1]).value
+                       if "indexing_maps" in src.attributes else None)
+            good = out_map is not None and _innermost_is_last_loop(out_map) and _contiguous_inner(op.operands[1].type, chunk)
+            (ok if good else bad).add(op.operands[1].arg_number)
+        if not op.operation.name.startswith("linalg.") or "indexing_maps" not in op.attributes:
+            continue
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        for k, v in enumerate(op.operands):
+            if v in arg_of:
+                good = _innermost_is_last_loop(maps[k]) and _contiguous_inner(
+                    block.arguments[arg_of[v]].type, chunk)
+                (ok if good else bad).add(arg_of[v])
+    return ok - bad
+
+
+def _vectorize_thread_tiles(func_op, dump: bool) -> bool:
+    """Each thread's ops on its chunk of the row as vectors (registers instead of a local
+    buffer per value; 128-bit accesses where aligned)."""
+    count = [0]
+
+    def tag(op):
+        if op.operation.name.startswith("linalg.") and _in_thread_forall(op):
+            op.attributes["lamina.gpu_vectorize"] = ir.UnitAttr.get()
+            count[0] += 1
+    _walk_body(func_op, tag)
+    if not count[0]:
+        return False
+    _apply(func_op, f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{
+    %ops = transform.structured.match attributes{{lamina.gpu_vectorize}} in %root : ({_A}) -> {_A}
+    {_try_vectorize_each("%ops")}
+    transform.yield
+  }}
+}}
+""", dump)
+    return True
 
 
 # Data-movement named ops as generics (elementwise fusion then merges them into their users);
@@ -596,6 +661,14 @@ _TRANSFER_LOWERING = f"""module attributes {{transform.with_named_sequence}} {{
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
     }} : {_A}
     transform.apply_patterns to %root {{
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : {_A}
+    transform.apply_patterns to %root {{
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.vector.lower_broadcast
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
       transform.apply_patterns.canonicalization
     }} : {_A}
@@ -690,10 +763,16 @@ def mark_aligned_accesses(func_op, aligned: set[int]) -> set[int]:
         if arg is None or arg.arg_number not in aligned:
             return
         vt = ir.VectorType(op.results[0].type if name == "vector.load" else op.operands[0].type)
-        nbytes = vt.shape[-1] * _element_bytes(vt.element_type)
-        if vt.rank != 1 or nbytes & (nbytes - 1) or nbytes > 16:
+        if vt.rank != 1:
             return
-        op.attributes["alignment"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), nbytes)
+        nbytes = vt.shape[-1] * _element_bytes(vt.element_type)
+        if nbytes % 16 == 0:
+            align = 16   # (a longer vector: LLVM splits it into aligned 128-bit accesses)
+        elif nbytes & (nbytes - 1) == 0 and nbytes < 16:
+            align = nbytes
+        else:
+            return
+        op.attributes["alignment"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), align)
         used.add(arg.arg_number)
     _walk_body(func_op, visit)
     return used

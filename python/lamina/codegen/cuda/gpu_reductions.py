@@ -284,6 +284,7 @@ def plan_rows(func_op, roots: list, sizes_of, producers_of) -> list[dict]:
             raise NotARowKernel("a root without the rows")
         kinds = _kinds(root) if "iterator_types" in root.attributes else ["parallel"] * len(sizes)
         item = {"id": i, "rows": k, "sizes": sizes, "threads": threads, "reduction_root": None,
+                "chunk": n // threads if n % threads == 0 else None,   # each thread's share of a row
                 "element_loop": len(sizes) > k and sizes[-1] > 1 and kinds[-1] == "parallel"}
         if root in reductions:
             item["reduction_root"] = reductions.index(root)
@@ -443,6 +444,84 @@ def compensated_combines(func_op) -> int:
                 c_new = arith.select(finite, c_new, comp0)
                 scf.YieldOp([t, c_new])
             memref.store(loop.results[0], acc, zeros)
+        red.operation.erase()
+        n += 1
+    return n
+
+
+_SHUFFLE_TYPES = ("f32", "f64", "i32", "i64")
+
+
+def _combiner(red):
+    """The reduce's combining op (`arith.X %in, %init`), or None."""
+    block = red.regions[0].blocks[0]
+    body = list(block.operations)
+    if len(body) != 2 or len(body[0].results) != 1:
+        return None
+    op = body[0]
+    if not op.operation.name.startswith("arith.") or set(op.operands) != set(block.arguments):
+        return None
+    return op
+
+
+def _combine(combiner, a, b):
+    op = ir.Operation.create(combiner.operation.name, results=[a.type], operands=[a, b],
+                             attributes={k: combiner.attributes[k] for k in combiner.attributes})
+    return op.results[0]
+
+
+def warp_combines(func_op, module_body: ir.Block, prefix: str, threads: int) -> int:
+    """The block's combine of the threads' partials as a tree: each warp combines its 32
+    partials with shuffles (gpu.shuffle xor: 5 steps), lane 0 stores the warp's value in
+    shared memory, and after a barrier every thread combines the threads / 32 warp values
+    (at most 8) -- instead of every thread reading all the partials in a row. Needs whole
+    warps (threads a multiple of 32) and a partial type a shuffle moves (f32/f64/i32/i64);
+    other combines stay loops (compensated_combines)."""
+    from mlir.dialects import gpu, scf
+
+    if threads % 32 or threads > 1024:
+        return 0
+    warps = threads // 32
+    reduces = []
+    _walk(func_op, lambda op: reduces.append(op) if op.operation.name == "linalg.reduce" else None)
+    n = 0
+    for red in reduces:
+        combiner = _combiner(red)
+        if combiner is None or len(red.operands) != 2:
+            continue
+        src, acc = red.operands[0], red.operands[1]
+        st, at = ir.MemRefType(src.type), ir.MemRefType(acc.type)
+        if str(st.element_type) not in _SHUFFLE_TYPES or not st.has_static_shape or st.shape[-1] != threads \
+                or list(st.shape[:-1]) != [1] * (st.rank - 1) or list(at.shape) != [1] * at.rank:
+            continue
+        elem = st.element_type
+        name = f"{prefix}_warps_{n}"
+        with red.location, ir.InsertionPoint(red):
+            index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
+            zero = arith.ConstantOp(index, 0).result
+            tid = gpu.thread_id(gpu.Dimension.x)
+            p = memref.load(src, [zero] * (st.rank - 1) + [tid])
+            width = arith.ConstantOp(i32, 32).result
+            for offset in (16, 8, 4, 2, 1):
+                shuffled = gpu.ShuffleOp(p, arith.ConstantOp(i32, offset).result, width, gpu.ShuffleMode.XOR).results[0]
+                p = _combine(combiner, p, shuffled)
+            warp_t = ir.MemRefType.get([warps], elem, None, ir.Attribute.parse("#gpu.address_space<workgroup>"))
+            with ir.InsertionPoint.at_block_begin(module_body):
+                memref.GlobalOp(sym_name=name, type_=ir.TypeAttr.get(warp_t), sym_visibility="private",
+                                initial_value=ir.UnitAttr.get())
+            totals = memref.memory_space_cast(ir.MemRefType.get([warps], elem), memref.get_global(warp_t, name))
+            c32 = arith.ConstantOp(index, 32).result
+            lane = arith.remui(tid, c32)
+            first = arith.cmpi(arith.CmpIPredicate.eq, lane, zero)
+            if_op = scf.IfOp(first)
+            with ir.InsertionPoint(if_op.then_block):
+                memref.store(p, totals, [arith.divui(tid, c32)])
+                scf.YieldOp([])
+            gpu.barrier()
+            value = memref.load(acc, [zero] * at.rank)
+            for w in range(warps):
+                value = _combine(combiner, value, memref.load(totals, [arith.ConstantOp(index, w).result]))
+            memref.store(value, acc, [zero] * at.rank)
         red.operation.erase()
         n += 1
     return n
