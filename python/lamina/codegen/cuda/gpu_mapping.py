@@ -1,28 +1,32 @@
 """lamina-map-gpu (L5, cuda target with `gpu_codegen="nvvm"`): map kernels onto CUDA blocks
 and threads with transform-dialect schedules, the first half of the NVVM code generator
-(nvvm_lower.py is the second: outlining and PTX).
+(nvvm_lower.py is the second: outlining and PTX; nvvm_runtime.py launches the result).
 
 Runs on kernel functions in lamina-kernel-abi form (memrefs at the boundary, linalg on
-tensors inside). For each kernel it can map (`mappable`: static shapes, no size 0, only
-parallel loops, ops that implement TilingInterface), after upstream elementwise fusion:
+tensors inside), each on a copy: a kernel it cannot map (dynamic shapes, contractions,
+scans, ...) keeps its linalg body and gets `lamina.gpu_codegen = "triton: <why>"`
+(lamina-to-triton emits it, the report lists it); a mapped one gets "nvvm". First the
+data-movement named ops become generics and elementwise fusion merges what it can
+(compensated sums become plain ones, unit dims are folded where there are reductions,
+outputs stored as reshapes are stored into views of the output buffer). Then:
 
-  1. every root (an op whose value a `materialize_in_destination` stores) gets its
-     decisions as attributes, unless the user set them first:
-        lamina.gpu_tile    = array<i64: 2, 100>   block tile per loop (one CUDA block each)
-        lamina.gpu_threads = array<i64: 2, 100>   threads per loop inside a block (0: the
+* pointwise kernels (and reductions over outer loops only, whose loop stays whole in each
+  thread's tile): every root (an op a `materialize_in_destination` stores) gets its
+  decisions as attributes, unless the user set them first,
+        lamina.gpu_tile    = array<i64: 8, 100>   block tile per loop (one CUDA block each)
+        lamina.gpu_threads = array<i64: 8, 25>    threads per loop inside a block (0: the
                                                   loop is not split across threads)
-  2. the schedule (one transform script per kernel, `dump_schedule` prints it):
-        tile_using_forall(root, tile_sizes = gpu_tile)  mapped to #gpu.block<x/y/z>
-        fuse_into_containing_op(root's producers)       (each tile recomputes what it reads)
-        tile_using_forall(tiled root, num_threads = gpu_threads) mapped to #gpu.thread<x/y/z>
-        fuse_into_containing_op(the fused producers)
-  3. bufferization (results straight into the output memrefs), then
-     map_forall_to_blocks(generate_gpu_launch) and map_nested_forall_to_threads: one
-     `gpu.launch` per root in the kernel function, which stays a host function.
+  and one schedule (`dump_schedule` prints it): tile_using_forall(root, gpu_tile) mapped
+  to #gpu.block, the root's producers fused, tile_using_forall to #gpu.thread (tile sizes
+  per thread when the tiles divide the loops: then the thread's ops are vectorized, 16
+  bytes per thread; num_threads otherwise), the producers fused again;
+* row kernels (a reduction over the innermost loop: softmax, norms): gpu_reductions.py,
+  one block per row, reductions split across the threads and combined through shared
+  memory and warp shuffles;
 
-A kernel it cannot map keeps its linalg body and gets `lamina.gpu_codegen = "triton: <why>"`
-(lamina-to-triton emits it, and the report counts it); a mapped one gets "nvvm". Every
-attempt runs on a copy of the kernel, so a failure leaves the kernel as it was.
+then bufferization, vector transfers to loads and stores (aligned where provably so),
+and map_forall_to_blocks(generate_gpu_launch) / map_nested_forall_to_threads: one
+`gpu.launch` per root in the kernel function, which stays a host function of launches.
 """
 from __future__ import annotations
 
@@ -35,8 +39,9 @@ from ...lowering.kernel_abi import kernel_functions
 from ...lowering.tiling import _try_vectorize_each, _unshare_inits
 from ...transforms.registry import register_pass
 from ..cpu import _identity_layout, copies_to_loops
-from .gpu_reductions import (_in_thread_forall, NotARowKernel, check_block_writes, compensated_combines, copy_reduction_roots, erase_self_copies, fuse_into_thread_loops, one_use_per_op, plain_sums,
-                             plan_rows, row_schedule, shared_partials, unshare_inits, warp_combines)
+from .gpu_reductions import (NotARowKernel, _in_thread_forall, check_block_writes, compensated_combines,
+                             copy_reduction_roots, erase_self_copies, fuse_into_thread_loops, one_use_per_op,
+                             plain_sums, plan_rows, row_schedule, shared_partials, unshare_inits, warp_combines)
 
 GPU_TILE = "lamina.gpu_tile"
 GPU_THREADS = "lamina.gpu_threads"

@@ -1,16 +1,25 @@
-"""Reductions for the NVVM generator (gpu_mapping.py): the IR rewrites around the transform
-schedule that splits each row reduction across a block's threads.
+"""Reductions for the NVVM generator (gpu_mapping.py): the row-kernel schedule and the IR
+rewrites around it.
 
-* `plain_sums`: lamina-to-linalg's compensated sums (`lamina.accumulate = "compensated"`:
-  a (sum, compensation) pair per row, TwoSum in the body) become plain sums with one
-  result. On the GPU every thread sums N / threads elements and the block combines the
-  partials as a tree (tile_reduction_using_forall), which bounds the rounding error like
-  a cascade sum; the transform needs a body with one recognizable combiner.
-* `shared_partials`: after bufferization, the per-thread partial results of each split
-  reduction (a buffer the threads write and the whole block then reads) live in shared
-  memory: a `memref.global` in workgroup address space per buffer (outlining copies it into
-  the gpu.module), cast to the generic address space for its users. Every other buffer
-  left inside a block is private to a thread (`memref.alloca`).
+A row kernel (reductions over the innermost loop; the other loops are rows) runs one CUDA
+block per row of each output (`row_schedule`): the output's producers fused into the
+block; each reduction split across the block's `lamina.gpu_row_threads` threads with
+tile_reduction_using_forall (thread t reduces its chunk of the row into its partial), the
+pointwise ops a thread loop reads fused into it (`fuse_into_thread_loops`), and the
+output's row split across the threads again (a row value: one thread stores it). Code of
+the block outside its thread loops runs on every thread, so what it writes must be
+thread-private (`check_block_writes`). Around it:
+
+* `plain_sums`: lamina-to-linalg's compensated sums (a (sum, compensation) pair per row,
+  TwoSum in the body) become plain sums: the transform needs one combiner, and the split
+  sums few elements per thread;
+* `copy_reduction_roots`, `one_use_per_op`, `unshare_inits`: a reduction that is an output
+  gets a copy op as the output's producer (it then accumulates privately); every op and
+  init read twice gets a copy per reader (fusion fuses one use);
+* `shared_partials`: after bufferization, buffers the threads write and the block reads
+  (the partials) become workgroup `memref.global`s; other temporaries thread-private allocas;
+* `warp_combines` / `compensated_combines`: the combine of the partials as a shuffle tree
+  (whole warps) or a compensated loop.
 """
 from __future__ import annotations
 
