@@ -42,6 +42,8 @@ from ..cpu import _identity_layout, copies_to_loops
 from .gpu_reductions import (NotARowKernel, _in_thread_forall, check_block_writes, compensated_combines,
                              copy_reduction_roots, erase_self_copies, fuse_into_thread_loops, one_use_per_op,
                              plain_sums, plan_rows, row_schedule, shared_partials, unshare_inits, warp_combines)
+from .gpu_vectors import (TRANSFER_LOWERING, aligned_operands, mark_aligned_accesses, row_aligned_operands,
+                          vector_elements)
 
 GPU_TILE = "lamina.gpu_tile"
 GPU_THREADS = "lamina.gpu_threads"
@@ -248,27 +250,6 @@ def static_tiles(sizes: list[int], tile: list[int], threads: list[int]) -> list[
             return None
         per_thread.append(t // th if th else t)
     return per_thread
-
-
-def _element_bytes(t: ir.Type) -> int:
-    if isinstance(t, ir.ShapedType):
-        t = ir.ShapedType(t).element_type
-    width = getattr(t, "width", None)
-    if width is None:
-        for cls in (ir.IntegerType, ir.FloatType):
-            try:
-                width = cls(t).width
-                break
-            except (ValueError, TypeError):
-                continue
-    return max(1, (width or 32) // 8)
-
-
-def vector_elements(ops) -> int:
-    """Elements per 128-bit access of the widest element type the ops read or write."""
-    widest = max((_element_bytes(v.type) for op in ops for v in list(op.operands) + list(op.results)
-                  if isinstance(v.type, ir.ShapedType)), default=4)
-    return max(1, 16 // widest)
 
 
 def _i64s(attr) -> list[int]:
@@ -513,7 +494,7 @@ def _in_launch_loop(op) -> bool:
 
 def _map_pointwise_kernel(func_op, dump_schedule: bool) -> None:
     items = plan_kernel(func_op)
-    candidates = _aligned_operands(func_op, items)
+    candidates = aligned_operands(func_op, items, _ROOT)
     written = [op.operands[1].arg_number for op in func_op.regions[0].blocks[0].operations
                if op.operation.name == "bufferization.materialize_in_destination"
                and isinstance(op.operands[1], ir.BlockArgument)]
@@ -532,7 +513,7 @@ def _map_pointwise_kernel(func_op, dump_schedule: bool) -> None:
         shared_partials(func_op, func_op.parent.regions[0].blocks[0], "__lamina_unused")
     except ValueError as e:
         raise NotMappable(str(e)) from None
-    _apply(func_op, _TRANSFER_LOWERING, dump_schedule)
+    _apply(func_op, TRANSFER_LOWERING, dump_schedule)
     aligned = mark_aligned_accesses(func_op, candidates)
     if aligned:
         func_op.attributes[GPU_ALIGNED_ARGS] = ir.DenseI64ArrayAttr.get(sorted(aligned))
@@ -557,7 +538,7 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
             p.attributes[f"{_PRODUCER}{i}"] = ir.UnitAttr.get()
     # arguments every op reads or writes along the row with the row's innermost index: a
     # thread's chunk starts at a multiple of the chunk there
-    row_candidates = _row_aligned_operands(func_op, items[0]["chunk"] or 0)
+    row_candidates = row_aligned_operands(func_op, items[0]["chunk"] or 0)
     written = [op.operands[1].arg_number for op in block.operations
                if op.operation.name == "bufferization.materialize_in_destination"
                and isinstance(op.operands[1], ir.BlockArgument)]
@@ -580,7 +561,7 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
         warp_combines(func_op, module_body, f"__lamina_{name}", items[0]["threads"])
     compensated_combines(func_op)   # (the combines warp_combines left)
     if vectorized:
-        _apply(func_op, _TRANSFER_LOWERING, dump_schedule)
+        _apply(func_op, TRANSFER_LOWERING, dump_schedule)
         aligned = mark_aligned_accesses(func_op, row_candidates)
         if aligned:
             func_op.attributes[GPU_ALIGNED_ARGS] = ir.DenseI64ArrayAttr.get(sorted(aligned))
@@ -591,31 +572,6 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
     except ValueError as e:
         raise NotMappable(str(e)) from None
     _map_block_loops(func_op, [[it["threads"]] for it in items], dump_schedule)
-
-
-def _row_aligned_operands(func_op, chunk: int) -> set[int]:
-    """_aligned_operands for row kernels: every linalg op's operands (reductions and roots
-    alike split the row's innermost loop into chunks of `chunk`)."""
-    block = func_op.regions[0].blocks[0]
-    arg_of = {op.results[0]: op.operands[0].arg_number for op in block.operations
-              if op.operation.name == "bufferization.to_tensor" and isinstance(op.operands[0], ir.BlockArgument)}
-    ok, bad = set(), set()
-    for op in block.operations:
-        if op.operation.name == "bufferization.materialize_in_destination" and isinstance(op.operands[1], ir.BlockArgument):
-            src = op.operands[0].owner
-            out_map = (ir.AffineMapAttr(list(ir.ArrayAttr(src.attributes["indexing_maps"]))[-1]).value
-                       if "indexing_maps" in src.attributes else None)
-            good = out_map is not None and _innermost_is_last_loop(out_map) and _contiguous_inner(op.operands[1].type, chunk)
-            (ok if good else bad).add(op.operands[1].arg_number)
-        if not op.operation.name.startswith("linalg.") or "indexing_maps" not in op.attributes:
-            continue
-        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-        for k, v in enumerate(op.operands):
-            if v in arg_of:
-                good = _innermost_is_last_loop(maps[k]) and _contiguous_inner(
-                    block.arguments[arg_of[v]].type, chunk)
-                (ok if good else bad).add(arg_of[v])
-    return ok - bad
 
 
 def _vectorize_thread_tiles(func_op, dump: bool) -> bool:
@@ -652,135 +608,6 @@ _GENERALIZE = f"""module attributes {{transform.with_named_sequence}} {{
   }}
 }}
 """
-
-
-# Vector transfers on the bufferized thread tiles: unit dims dropped, then in-bounds
-# contiguous ones become vector.load / vector.store (what gets an alignment); the others
-# are unrolled to scalars in the device lowering (nvvm_lower.DEVICE_PASSES).
-_TRANSFER_LOWERING = f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{
-    transform.apply_patterns to %root {{
-      transform.apply_patterns.vector.rank_reducing_subview_patterns
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-    }} : {_A}
-    transform.apply_patterns to %root {{
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.canonicalization
-    }} : {_A}
-    transform.apply_patterns to %root {{
-      transform.apply_patterns.vector.lower_shape_cast
-      transform.apply_patterns.vector.lower_broadcast
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.canonicalization
-    }} : {_A}
-    transform.yield
-  }}
-}}
-"""
-
-
-def _root_of_memref(v: ir.Value):
-    """The kernel argument a memref value is a subview (chain) of, else None."""
-    while isinstance(v, ir.OpResult) and v.owner.name in ("memref.subview", "memref.reinterpret_cast",
-                                                           "memref.collapse_shape", "memref.expand_shape"):
-        if v.owner.name != "memref.subview":
-            return None   # (offsets through reshapes are not followed)
-        v = v.owner.operands[0]
-    return v if isinstance(v, ir.BlockArgument) else None
-
-
-def _aligned_operands(func_op, items) -> set[int]:
-    """Kernel arguments every access of which, in a vectorized root, starts at a multiple of
-    the thread's vector: the arguments the roots read or write with the innermost loop as
-    the innermost index (per-thread tiles start at multiples of the vector along it) and
-    whose other strides are multiples of the vector. Arguments used anywhere else are not."""
-    block = func_op.regions[0].blocks[0]
-    arg_of = {}
-    for op in block.operations:
-        name = op.operation.name
-        if name == "bufferization.to_tensor" and isinstance(op.operands[0], ir.BlockArgument):
-            arg_of[op.results[0]] = op.operands[0].arg_number
-    ok, bad = set(), set()
-    for op in block.operations:
-        if op.operation.name == "bufferization.materialize_in_destination":
-            dest = op.operands[1]
-            if isinstance(dest, ir.BlockArgument):
-                src = op.operands[0].owner
-                rid = ir.IntegerAttr(src.attributes[_ROOT]).value if _ROOT in src.attributes else None
-                it = next((it for it in items if it["id"] == rid), None)
-                out_map = (ir.AffineMapAttr(list(ir.ArrayAttr(src.attributes["indexing_maps"]))[-1]).value
-                           if "indexing_maps" in src.attributes else None)
-                good = (it is not None and it["per_thread"] is not None and out_map is not None
-                        and _innermost_is_last_loop(out_map) and _contiguous_inner(dest.type, it["per_thread"][-1]))
-                (ok if good else bad).add(dest.arg_number)
-    for use_op in block.operations:
-        if use_op.operation.name.startswith("linalg."):
-            rid = ir.IntegerAttr(use_op.attributes[_ROOT]).value if _ROOT in use_op.attributes else None
-            it = next((it for it in items if it["id"] == rid), None)
-            maps = ([ir.AffineMapAttr(m).value for m in ir.ArrayAttr(use_op.attributes["indexing_maps"])]
-                    if "indexing_maps" in use_op.attributes else None)
-            for k, v in enumerate(use_op.operands):
-                if v not in arg_of:
-                    continue
-                arg = arg_of[v]
-                good = (it is not None and it["per_thread"] is not None and maps is not None
-                        and _innermost_is_last_loop(maps[k]) and
-                        _contiguous_inner(func_op.regions[0].blocks[0].arguments[arg].type, it["per_thread"][-1]))
-                (ok if good else bad).add(arg)
-    return ok - bad
-
-
-def _innermost_is_last_loop(m) -> bool:
-    results = list(m.results)
-    if not results:
-        return False
-    last = results[-1]
-    return isinstance(last, ir.AffineDimExpr) and ir.AffineDimExpr(last).position == m.n_dims - 1
-
-
-def _contiguous_inner(t: ir.Type, vector: int) -> bool:
-    if not isinstance(t, ir.MemRefType) or vector <= 1:
-        return False
-    strides, offset = ir.MemRefType(t).get_strides_and_offset()
-    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    if offset != 0 or not strides or strides[-1] != 1 or any(s == dynamic or s % vector for s in strides[:-1]):
-        return False
-    return True
-
-
-def mark_aligned_accesses(func_op, aligned: set[int]) -> set[int]:
-    """Give the vector loads and stores of aligned arguments (_aligned_operands) their
-    alignment (vector bytes: what makes them 128-bit accesses in PTX instead of scalar
-    ones); returns the arguments whose base pointer must then be aligned to 16 bytes (the
-    launcher copies a misaligned one: a view at an odd storage offset)."""
-    used = set()
-
-    def visit(op):
-        name = op.operation.name
-        if name not in ("vector.load", "vector.store"):
-            return
-        base = op.operands[0 if name == "vector.load" else 1]
-        arg = _root_of_memref(base)
-        if arg is None or arg.arg_number not in aligned:
-            return
-        vt = ir.VectorType(op.results[0].type if name == "vector.load" else op.operands[0].type)
-        if vt.rank != 1:
-            return
-        nbytes = vt.shape[-1] * _element_bytes(vt.element_type)
-        if nbytes % 16 == 0:
-            align = 16   # (a longer vector: LLVM splits it into aligned 128-bit accesses)
-        elif nbytes & (nbytes - 1) == 0 and nbytes < 16:
-            align = nbytes
-        else:
-            return
-        op.attributes["alignment"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), align)
-        used.add(arg.arg_number)
-    _walk_body(func_op, visit)
-    return used
 
 
 def _map_one_forall(func_op, forall, threads: list[int], dump: bool) -> None:

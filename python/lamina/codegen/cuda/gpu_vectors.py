@@ -1,0 +1,193 @@
+"""Vectors and alignment for the NVVM generator (gpu_mapping.py): how wide a thread's
+accesses are, which kernel arguments a vectorized kernel provably accesses at aligned
+addresses, and the alignment on those loads and stores (what makes them 128-bit accesses
+in PTX; the launcher, nvvm_runtime.py, runs a misaligned tensor on an aligned copy).
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+A = "!transform.any_op"
+
+
+def walk_body(op, visit) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                visit(inner)
+                walk_body(inner, visit)
+
+
+def element_bytes(t: ir.Type) -> int:
+    if isinstance(t, ir.ShapedType):
+        t = ir.ShapedType(t).element_type
+    width = getattr(t, "width", None)
+    if width is None:
+        for cls in (ir.IntegerType, ir.FloatType):
+            try:
+                width = cls(t).width
+                break
+            except (ValueError, TypeError):
+                continue
+    return max(1, (width or 32) // 8)
+
+
+def vector_elements(ops) -> int:
+    """Elements per 128-bit access of the widest element type the ops read or write."""
+    widest = max((element_bytes(v.type) for op in ops for v in list(op.operands) + list(op.results)
+                  if isinstance(v.type, ir.ShapedType)), default=4)
+    return max(1, 16 // widest)
+
+
+def row_aligned_operands(func_op, chunk: int) -> set[int]:
+    """aligned_operands for row kernels: every linalg op's operands (reductions and roots
+    alike split the row's innermost loop into chunks of `chunk`)."""
+    block = func_op.regions[0].blocks[0]
+    arg_of = {op.results[0]: op.operands[0].arg_number for op in block.operations
+              if op.operation.name == "bufferization.to_tensor" and isinstance(op.operands[0], ir.BlockArgument)}
+    ok, bad = set(), set()
+    for op in block.operations:
+        if op.operation.name == "bufferization.materialize_in_destination" and isinstance(op.operands[1], ir.BlockArgument):
+            src = op.operands[0].owner
+            out_map = (ir.AffineMapAttr(list(ir.ArrayAttr(src.attributes["indexing_maps"]))[-1]).value
+                       if "indexing_maps" in src.attributes else None)
+            good = out_map is not None and innermost_is_last_loop(out_map) and contiguous_inner(op.operands[1].type, chunk)
+            (ok if good else bad).add(op.operands[1].arg_number)
+        if not op.operation.name.startswith("linalg.") or "indexing_maps" not in op.attributes:
+            continue
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        for k, v in enumerate(op.operands):
+            if v in arg_of:
+                good = innermost_is_last_loop(maps[k]) and contiguous_inner(
+                    block.arguments[arg_of[v]].type, chunk)
+                (ok if good else bad).add(arg_of[v])
+    return ok - bad
+
+
+# Vector transfers on the bufferized thread tiles: unit dims dropped, then in-bounds
+# contiguous ones become vector.load / vector.store (what gets an alignment); the others
+# are unrolled to scalars in the device lowering (nvvm_lower.DEVICE_PASSES).
+TRANSFER_LOWERING = f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {A} {{transform.readonly}}) {{
+    transform.apply_patterns to %root {{
+      transform.apply_patterns.vector.rank_reducing_subview_patterns
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+    }} : {A}
+    transform.apply_patterns to %root {{
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : {A}
+    transform.apply_patterns to %root {{
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.canonicalization
+    }} : {A}
+    transform.yield
+  }}
+}}
+"""
+
+
+def root_of_memref(v: ir.Value):
+    """The kernel argument a memref value is a subview (chain) of, else None."""
+    while isinstance(v, ir.OpResult) and v.owner.name in ("memref.subview", "memref.reinterpret_cast",
+                                                           "memref.collapse_shape", "memref.expand_shape"):
+        if v.owner.name != "memref.subview":
+            return None   # (offsets through reshapes are not followed)
+        v = v.owner.operands[0]
+    return v if isinstance(v, ir.BlockArgument) else None
+
+
+def aligned_operands(func_op, items, root_attr: str) -> set[int]:
+    """Kernel arguments every access of which, in a vectorized root, starts at a multiple of
+    the thread's vector: the arguments the roots read or write with the innermost loop as
+    the innermost index (per-thread tiles start at multiples of the vector along it) and
+    whose other strides are multiples of the vector. Arguments used anywhere else are not."""
+    block = func_op.regions[0].blocks[0]
+    arg_of = {}
+    for op in block.operations:
+        name = op.operation.name
+        if name == "bufferization.to_tensor" and isinstance(op.operands[0], ir.BlockArgument):
+            arg_of[op.results[0]] = op.operands[0].arg_number
+    ok, bad = set(), set()
+    for op in block.operations:
+        if op.operation.name == "bufferization.materialize_in_destination":
+            dest = op.operands[1]
+            if isinstance(dest, ir.BlockArgument):
+                src = op.operands[0].owner
+                rid = ir.IntegerAttr(src.attributes[root_attr]).value if root_attr in src.attributes else None
+                it = next((it for it in items if it["id"] == rid), None)
+                out_map = (ir.AffineMapAttr(list(ir.ArrayAttr(src.attributes["indexing_maps"]))[-1]).value
+                           if "indexing_maps" in src.attributes else None)
+                good = (it is not None and it["per_thread"] is not None and out_map is not None
+                        and innermost_is_last_loop(out_map) and contiguous_inner(dest.type, it["per_thread"][-1]))
+                (ok if good else bad).add(dest.arg_number)
+    for use_op in block.operations:
+        if use_op.operation.name.startswith("linalg."):
+            rid = ir.IntegerAttr(use_op.attributes[root_attr]).value if root_attr in use_op.attributes else None
+            it = next((it for it in items if it["id"] == rid), None)
+            maps = ([ir.AffineMapAttr(m).value for m in ir.ArrayAttr(use_op.attributes["indexing_maps"])]
+                    if "indexing_maps" in use_op.attributes else None)
+            for k, v in enumerate(use_op.operands):
+                if v not in arg_of:
+                    continue
+                arg = arg_of[v]
+                good = (it is not None and it["per_thread"] is not None and maps is not None
+                        and innermost_is_last_loop(maps[k]) and
+                        contiguous_inner(func_op.regions[0].blocks[0].arguments[arg].type, it["per_thread"][-1]))
+                (ok if good else bad).add(arg)
+    return ok - bad
+
+
+def innermost_is_last_loop(m) -> bool:
+    results = list(m.results)
+    if not results:
+        return False
+    last = results[-1]
+    return isinstance(last, ir.AffineDimExpr) and ir.AffineDimExpr(last).position == m.n_dims - 1
+
+
+def contiguous_inner(t: ir.Type, vector: int) -> bool:
+    if not isinstance(t, ir.MemRefType) or vector <= 1:
+        return False
+    strides, offset = ir.MemRefType(t).get_strides_and_offset()
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    if offset != 0 or not strides or strides[-1] != 1 or any(s == dynamic or s % vector for s in strides[:-1]):
+        return False
+    return True
+
+
+def mark_aligned_accesses(func_op, aligned: set[int]) -> set[int]:
+    """Give the vector loads and stores of aligned arguments (aligned_operands) their
+    alignment (vector bytes: what makes them 128-bit accesses in PTX instead of scalar
+    ones); returns the arguments whose base pointer must then be aligned to 16 bytes (the
+    launcher copies a misaligned one: a view at an odd storage offset)."""
+    used = set()
+
+    def visit(op):
+        name = op.operation.name
+        if name not in ("vector.load", "vector.store"):
+            return
+        base = op.operands[0 if name == "vector.load" else 1]
+        arg = root_of_memref(base)
+        if arg is None or arg.arg_number not in aligned:
+            return
+        vt = ir.VectorType(op.results[0].type if name == "vector.load" else op.operands[0].type)
+        if vt.rank != 1:
+            return
+        nbytes = vt.shape[-1] * element_bytes(vt.element_type)
+        if nbytes % 16 == 0:
+            align = 16   # (a longer vector: LLVM splits it into aligned 128-bit accesses)
+        elif nbytes & (nbytes - 1) == 0 and nbytes < 16:
+            align = nbytes
+        else:
+            return
+        op.attributes["alignment"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), align)
+        used.add(arg.arg_number)
+    walk_body(func_op, visit)
+    return used
