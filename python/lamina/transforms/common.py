@@ -72,6 +72,12 @@ def walk_ops(root) -> Iterator[ir.Operation]:
                     yield from walk_ops(op)
 
 
+def visit_ops(root, visit) -> None:
+    """visit(op) for every op nested under `root` (walk_ops' order and safety)."""
+    for op in walk_ops(root):
+        visit(op)
+
+
 def is_lamina(op) -> bool:
     return op.name.startswith("lamina.")
 

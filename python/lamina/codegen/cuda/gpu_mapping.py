@@ -37,6 +37,7 @@ from mlir.dialects.transform import interpreter
 
 from ...lowering.kernel_abi import kernel_functions
 from ...lowering.tiling import _try_vectorize_each, _unshare_inits
+from ...transforms.common import visit_ops
 from ...transforms.registry import register_pass
 from ..cpu import _identity_layout, copies_to_loops
 from .gpu_reductions import (NotARowKernel, _in_thread_forall, check_block_writes, compensated_combines,
@@ -105,14 +106,6 @@ def _check_types(values, what: str) -> None:
             raise NotMappable("complex element type")
 
 
-def _walk_body(op, visit) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                visit(inner)
-                _walk_body(inner, visit)
-
-
 def check_mappable(func_op, fused: bool = True) -> None:
     """Raise NotMappable with the reason when this generator cannot map the kernel
     (`fused`: after elementwise fusion, which folds splat constant tensors into bodies)."""
@@ -134,7 +127,7 @@ def check_mappable(func_op, fused: bool = True) -> None:
             def visit(inner):
                 if inner.operation.name in _UNSUPPORTED_IN_BODY:
                     raise NotMappable(f"{inner.operation.name} in a loop body")
-            _walk_body(op, visit)
+            visit_ops(op, visit)
         elif name == "arith.constant":
             if fused and isinstance(op.results[0].type, ir.ShapedType):
                 raise NotMappable("a constant tensor")
@@ -505,7 +498,7 @@ def _map_pointwise_kernel(func_op, dump_schedule: bool) -> None:
     erase_self_copies(func_op)
     copies_to_loops(func_op)
     outside = []
-    _walk_body(func_op, lambda op: outside.append(op) if op.operation.name == "memref.alloc"
+    visit_ops(func_op, lambda op: outside.append(op) if op.operation.name == "memref.alloc"
                and not _in_launch_loop(op) else None)
     if outside:
         raise NotMappable("a temporary buffer (a producer that did not fuse)")
@@ -583,7 +576,7 @@ def _vectorize_thread_tiles(func_op, dump: bool) -> bool:
         if op.operation.name.startswith("linalg.") and _in_thread_forall(op):
             op.attributes["lamina.gpu_vectorize"] = ir.UnitAttr.get()
             count[0] += 1
-    _walk_body(func_op, tag)
+    visit_ops(func_op, tag)
     if not count[0]:
         return False
     _apply(func_op, f"""module attributes {{transform.with_named_sequence}} {{

@@ -27,6 +27,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, math, memref
 
 from ...lowering.vector_reduce import _compensated_addend, _is_compensated
+from ...transforms.common import visit_ops
 
 
 def _maps(op) -> list:
@@ -88,14 +89,6 @@ def reduction_dims(op) -> list[int]:
     return [i for i, a in enumerate(ir.ArrayAttr(op.attributes["iterator_types"])) if "reduction" in str(a)]
 
 
-def _walk(op, visit) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in list(block.operations):
-                visit(inner)
-                _walk(inner, visit)
-
-
 def _in_thread_forall(op) -> bool:
     parent = op.operation.parent
     while parent is not None and parent.name != "func.func":
@@ -110,7 +103,7 @@ def shared_partials(func_op, module_body: ir.Block, prefix: str) -> int:
     partials) -> workgroup memory (a memref.global per buffer); the other allocations in the
     kernel's block foralls -> thread-private allocas. Returns the number of shared buffers."""
     allocs = []
-    _walk(func_op, lambda op: allocs.append(op) if op.operation.name == "memref.alloc" else None)
+    visit_ops(func_op, lambda op: allocs.append(op) if op.operation.name == "memref.alloc" else None)
     count = 0
     for alloc in allocs:
         t = ir.MemRefType(alloc.results[0].type)
@@ -379,7 +372,7 @@ def fuse_into_thread_loops(func_op, item: dict, apply) -> None:
             continue
         _drop_nested_tags(func_op, tag)
         present = []
-        _walk(func_op, lambda op: present.append(op) if tag in op.attributes else None)
+        visit_ops(func_op, lambda op: present.append(op) if tag in op.attributes else None)
         if not present:
             continue
         apply(_script([
@@ -388,7 +381,7 @@ def fuse_into_thread_loops(func_op, item: dict, apply) -> None:
             f'%pf, %nf = transform.structured.fuse_into_containing_op %p into %f : ({_A}, {_A}) -> ({_A}, {_A})',
         ]))
     # (the next root's thread loops get the same numbers)
-    _walk(func_op, lambda op: op.attributes.__delitem__(_THREAD_FORALL) if _THREAD_FORALL in op.attributes else None)
+    visit_ops(func_op, lambda op: op.attributes.__delitem__(_THREAD_FORALL) if _THREAD_FORALL in op.attributes else None)
 
 
 def _drop_nested_tags(func_op, tag: str) -> None:
@@ -397,7 +390,7 @@ def _drop_nested_tags(func_op, tag: str) -> None:
     def visit(op):
         if tag in op.attributes and (_in_thread_forall(op) or not any(True for r in op.results for _ in r.uses)):
             del op.attributes[tag]
-    _walk(func_op, visit)
+    visit_ops(func_op, visit)
 
 
 def unshare_inits(func_op) -> None:
@@ -405,7 +398,7 @@ def unshare_inits(func_op) -> None:
     inits, and two reductions whose partials then share one buffer race (a thread starting
     the next reduction's partial while another still reads the last one's)."""
     ops = []
-    _walk(func_op, lambda op: ops.append(op) if op.operation.name in ("tensor.empty", "linalg.fill") else None)
+    visit_ops(func_op, lambda op: ops.append(op) if op.operation.name in ("tensor.empty", "linalg.fill") else None)
     for op in reversed(ops):
         uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
         for owner, index in uses[1:]:
@@ -421,7 +414,7 @@ def compensated_combines(func_op) -> int:
     from mlir.dialects import scf
 
     reduces = []
-    _walk(func_op, lambda op: reduces.append(op) if op.operation.name == "linalg.reduce" else None)
+    visit_ops(func_op, lambda op: reduces.append(op) if op.operation.name == "linalg.reduce" else None)
     n = 0
     for red in reduces:
         body = list(red.regions[0].blocks[0].operations)
@@ -492,7 +485,7 @@ def warp_combines(func_op, module_body: ir.Block, prefix: str, threads: int) -> 
         return 0
     warps = threads // 32
     reduces = []
-    _walk(func_op, lambda op: reduces.append(op) if op.operation.name == "linalg.reduce" else None)
+    visit_ops(func_op, lambda op: reduces.append(op) if op.operation.name == "linalg.reduce" else None)
     n = 0
     for red in reduces:
         combiner = _combiner(red)
@@ -538,7 +531,7 @@ def warp_combines(func_op, module_body: ir.Block, prefix: str, threads: int) -> 
 
 def erase_self_copies(func_op) -> None:
     copies = []
-    _walk(func_op, lambda op: copies.append(op) if op.operation.name == "memref.copy"
+    visit_ops(func_op, lambda op: copies.append(op) if op.operation.name == "memref.copy"
           and op.operands[0] == op.operands[1] else None)
     for c in copies:
         c.operation.erase()
@@ -570,4 +563,4 @@ def check_block_writes(func_op) -> None:
                 raise ValueError("a write to a kernel argument outside the thread loops")
     for op in func_op.regions[0].blocks[0].operations:
         if op.operation.name == "scf.forall":
-            _walk(op, visit)
+            visit_ops(op, visit)

@@ -7,15 +7,9 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ...transforms.common import visit_ops
+
 A = "!transform.any_op"
-
-
-def walk_body(op, visit) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                visit(inner)
-                walk_body(inner, visit)
 
 
 def element_bytes(t: ir.Type) -> int:
@@ -189,5 +183,5 @@ def mark_aligned_accesses(func_op, aligned: set[int]) -> set[int]:
             return
         op.attributes["alignment"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), align)
         used.add(arg.arg_number)
-    walk_body(func_op, visit)
+    visit_ops(func_op, visit)
     return used

@@ -7,8 +7,8 @@ gpu-module-to-binary{format=isa}: each gpu.module becomes a `gpu.binary` holding
 (shown by the IR dump). The kernel function stays a host function of `gpu.launch_func`s
 with constant grids; nvvm_runtime.py reads them and launches the PTX with the CUDA driver.
 
-Constants a launch body uses are moved into it first, so a kernel's parameters are only its
-memrefs (the launcher packs them from torch tensors).
+Scalars and views of arguments a launch body uses are recomputed inside it first, so a
+kernel's parameters are only its memrefs (the launcher packs them from torch tensors).
 """
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ import os
 
 from mlir import ir, passmanager
 
+from ...transforms.common import visit_ops
 from ...transforms.registry import register_pass
 from .gpu_mapping import GPU_CODEGEN
 
 DEFAULT_ARCH = "sm_90"
 
-# In each gpu.module, before convert-gpu-to-nvvm: the thread tiles' linalg ops to loops.
+# In each gpu.module: what is left of the thread tiles' linalg ops to loops, the vector
+# transfers the mapping did not turn into loads and stores unrolled, then convert-gpu-to-nvvm.
 DEVICE_PASSES = ("convert-linalg-to-loops", "convert-vector-to-scf{full-unroll=true}", "expand-strided-metadata",
                  "lower-affine", "convert-scf-to-cf",
                  "convert-gpu-to-nvvm", "canonicalize", "cse", "reconcile-unrealized-casts")
@@ -52,14 +54,6 @@ def nvvm_kernels(module: ir.Module) -> list:
             and ir.StringAttr(op.attributes[GPU_CODEGEN]).value == "nvvm"]
 
 
-def _walk(op, visit) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                visit(inner)
-                _walk(inner, visit)
-
-
 _VIEWS = ("memref.collapse_shape", "memref.expand_shape", "memref.subview", "memref.cast")
 
 
@@ -81,7 +75,7 @@ def sink_constants(func_op) -> None:
     """Clone the scalar values a gpu.launch body uses from outside (constants, scalar
     arithmetic on them) into the body, so that a kernel's parameters are its memrefs."""
     launches = []
-    _walk(func_op, lambda op: launches.append(op) if op.operation.name == "gpu.launch" else None)
+    visit_ops(func_op, lambda op: launches.append(op) if op.operation.name == "gpu.launch" else None)
     for launch in launches:
         body = launch.regions[0].blocks[0]
         first = list(body.operations)[0]
@@ -105,7 +99,7 @@ def sink_constants(func_op) -> None:
                 if owner is None or _inside(owner, launch) or not _sinkable(owner):
                     continue
                 op.operands[i] = inside(v)
-        _walk(launch, visit)
+        visit_ops(launch, visit)
 
 
 def _inside(op, ancestor) -> bool:
