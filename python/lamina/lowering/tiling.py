@@ -36,14 +36,13 @@ decisions without applying them; dump_schedule prints each generated transform s
 from __future__ import annotations
 
 import os
-import sys
 
 from mlir import ir, passmanager
 from mlir.dialects import linalg
-from mlir.dialects.transform import interpreter
 
 from ..codegen.blas import epilogues_in_place, is_library, mark_contractions
 from ..codegen.conv_library import mark_convolutions
+from ..transforms.common import apply_transform_script
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
@@ -506,13 +505,7 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     if not items or annotate_only:
         return bool(items)
     func_op.operation.verify()
-    text = build(items)
-    if dump_schedule:
-        print(text, file=sys.stderr)
-    schedule = ir.Module.parse(text, context=func_op.context)
-    main = next(op for op in schedule.body.operations
-                if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
-    interpreter.apply_named_sequence(func_op.operation, main, schedule)
+    apply_transform_script(func_op, build(items), dump_schedule)
     _strip(func_op.operation)
     hoist_loop_invariants(func_op)
     return True

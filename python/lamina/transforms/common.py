@@ -78,6 +78,33 @@ def visit_ops(root, visit) -> None:
         visit(op)
 
 
+ANY_OP = "!transform.any_op"
+
+
+def transform_script(lines: list[str]) -> str:
+    """A transform-dialect module whose `@__transform_main(%root)` runs `lines` (read-only
+    on its payload) then yields: the wrapper every generated schedule shares."""
+    body = "\n    ".join(lines)
+    return (f'module attributes {{transform.with_named_sequence}} {{\n'
+            f'  transform.named_sequence @__transform_main(%root: {ANY_OP} {{transform.readonly}}) {{\n'
+            f'    {body}\n    transform.yield\n  }}\n}}\n')
+
+
+def apply_transform_script(target, text: str, dump: bool = False) -> None:
+    """Run the `@__transform_main` of the transform module `text` on `target` (an op);
+    `dump` prints the script to stderr first."""
+    import sys
+
+    from mlir.dialects.transform import interpreter
+
+    if dump:
+        print(text, file=sys.stderr)
+    schedule = ir.Module.parse(text, context=target.context)
+    main = next(op for op in schedule.body.operations
+                if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
+    interpreter.apply_named_sequence(target.operation, main, schedule)
+
+
 def is_lamina(op) -> bool:
     return op.name.startswith("lamina.")
 

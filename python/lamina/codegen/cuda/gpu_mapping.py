@@ -30,14 +30,12 @@ and map_forall_to_blocks(generate_gpu_launch) / map_nested_forall_to_threads: on
 """
 from __future__ import annotations
 
-import sys
 
 from mlir import ir, passmanager
-from mlir.dialects.transform import interpreter
 
 from ...lowering.kernel_abi import kernel_functions
 from ...lowering.tiling import _try_vectorize_each, _unshare_inits
-from ...transforms.common import visit_ops
+from ...transforms.common import ANY_OP, apply_transform_script, transform_script, visit_ops
 from ...transforms.registry import register_pass
 from ..cpu import _identity_layout, copies_to_loops
 from .gpu_reductions import (NotARowKernel, _in_thread_forall, check_block_writes, compensated_combines,
@@ -338,7 +336,7 @@ def plan_kernel(func_op) -> list[dict]:
 
 # ---- the schedule --------------------------------------------------------------------------------
 
-_A = "!transform.any_op"
+_A = ANY_OP
 
 
 def _mapping(kind: str, dims: list[int]) -> str:
@@ -386,19 +384,11 @@ def build_tiling_schedule(items: list[dict]) -> str:
                 forall = f"%tf{i}b" if fused else f"%tf{i}"
                 lines.append(f'%v{i} = transform.structured.match interface{{LinalgOp}} in {forall} : ({_A}) -> {_A}')
                 lines.append(f'transform.structured.vectorize %v{i} : {_A}')
-    body = "\n    ".join(lines)
-    return (f'module attributes {{transform.with_named_sequence}} {{\n'
-            f'  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{\n'
-            f'    {body}\n    transform.yield\n  }}\n}}\n')
+    return transform_script(lines)
 
 
 def _apply(func_op, text: str, dump: bool) -> None:
-    if dump:
-        print(text, file=sys.stderr)
-    schedule = ir.Module.parse(text, context=func_op.context)
-    main = next(op for op in schedule.body.operations
-                if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
-    interpreter.apply_named_sequence(func_op.operation, main, schedule)
+    apply_transform_script(func_op, text, dump)
 
 
 def _run(op, pipeline: str) -> None:
@@ -579,28 +569,18 @@ def _vectorize_thread_tiles(func_op, dump: bool) -> bool:
     visit_ops(func_op, tag)
     if not count[0]:
         return False
-    _apply(func_op, f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{
-    %ops = transform.structured.match attributes{{lamina.gpu_vectorize}} in %root : ({_A}) -> {_A}
-    {_try_vectorize_each("%ops")}
-    transform.yield
-  }}
-}}
-""", dump)
+    _apply(func_op, transform_script([
+        f'%ops = transform.structured.match attributes{{lamina.gpu_vectorize}} in %root : ({_A}) -> {_A}',
+        _try_vectorize_each("%ops")]), dump)
     return True
 
 
 # Data-movement named ops as generics (elementwise fusion then merges them into their users);
 # fills stay fills: a reduction's init fuses into its loops as one
-_GENERALIZE = f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{
-    %ops = transform.structured.match ops{{["linalg.transpose", "linalg.broadcast", "linalg.copy", "linalg.map",
-                                           "linalg.elementwise", "linalg.reduce"]}} in %root : ({_A}) -> {_A}
-    transform.structured.generalize %ops : ({_A}) -> {_A}
-    transform.yield
-  }}
-}}
-"""
+_GENERALIZE = transform_script([
+    f'%ops = transform.structured.match ops{{["linalg.transpose", "linalg.broadcast", "linalg.copy", "linalg.map", '
+    f'"linalg.elementwise", "linalg.reduce"]}} in %root : ({_A}) -> {_A}',
+    f'transform.structured.generalize %ops : ({_A}) -> {_A}'])
 
 
 def _map_one_forall(func_op, forall, threads: list[int], dump: bool) -> None:
@@ -608,14 +588,12 @@ def _map_one_forall(func_op, forall, threads: list[int], dump: bool) -> None:
     once (it allows one): wrap this forall's mapping in a transform that targets it alone."""
     forall.attributes["lamina.gpu_map_now"] = ir.UnitAttr.get()
     bx, by, bz = (threads + [1, 1, 1])[:3]
-    text = (f'module attributes {{transform.with_named_sequence}} {{\n'
-            f'  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{\n'
-            f'    %f = transform.structured.match ops{{["scf.forall"]}} attributes{{lamina.gpu_map_now}} in %root : ({_A}) -> {_A}\n'
-            f'    %launch = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : ({_A}) -> {_A}\n'
-            f'    %mapped = transform.gpu.map_nested_forall_to_threads %launch block_dims = {_arr([bx, by, bz])} '
-            f': ({_A}) -> {_A}\n'
-            f'    transform.yield\n  }}\n}}\n')
-    _apply(func_op, text, dump)
+    _apply(func_op, transform_script([
+        f'%f = transform.structured.match ops{{["scf.forall"]}} attributes{{lamina.gpu_map_now}} in %root '
+        f': ({_A}) -> {_A}',
+        f'%launch = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : ({_A}) -> {_A}',
+        f'%mapped = transform.gpu.map_nested_forall_to_threads %launch block_dims = {_arr([bx, by, bz])} '
+        f': ({_A}) -> {_A}']), dump)
 
 
 def map_gpu(module: ir.Module, *, dump_schedule: bool = False, kernels=None, ptx_arch: str | None = None) -> dict[str, str]:

@@ -27,7 +27,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, math, memref
 
 from ...lowering.vector_reduce import _compensated_addend, _is_compensated
-from ...transforms.common import visit_ops
+from ...transforms.common import ANY_OP, transform_script, visit_ops
 
 
 def _maps(op) -> list:
@@ -161,7 +161,7 @@ def _all_uses(v: ir.Value) -> list:
 
 # ---- row kernels ---------------------------------------------------------------------------------
 
-_A = "!transform.any_op"
+_A = ANY_OP
 ROW_THREADS = "lamina.gpu_row_threads"   # threads per row (a block), on each reduction
 _RED = "lamina.gpu_reduction"
 _FUSE = "lamina.gpu_fuse_"
@@ -351,14 +351,7 @@ def row_schedule(item: dict, root_attr: str, producer_attr: str) -> str:
                      f'(mapping = [#gpu.thread<x>]) : ({_A}) -> ({_A}, {_A})')
     lines += [f'%pr = transform.param.constant {j} : i64 -> !transform.param<i64>',
               f'transform.annotate %rtf "{_THREAD_FORALL}" = %pr : {_A}, !transform.param<i64>']
-    return _script(lines)
-
-
-def _script(lines: list[str]) -> str:
-    body = "\n    ".join(lines)
-    return (f'module attributes {{transform.with_named_sequence}} {{\n'
-            f'  transform.named_sequence @__transform_main(%root: {_A} {{transform.readonly}}) {{\n'
-            f'    {body}\n    transform.yield\n  }}\n}}\n')
+    return transform_script(lines)
 
 
 def fuse_into_thread_loops(func_op, item: dict, apply) -> None:
@@ -375,7 +368,7 @@ def fuse_into_thread_loops(func_op, item: dict, apply) -> None:
         visit_ops(func_op, lambda op: present.append(op) if tag in op.attributes else None)
         if not present:
             continue
-        apply(_script([
+        apply(transform_script([
             f'%f = transform.structured.match attributes{{{_THREAD_FORALL} = {j} : i64}} in %root : ({_A}) -> {_A}',
             f'%p = transform.structured.match attributes{{{tag}}} in %root : ({_A}) -> {_A}',
             f'%pf, %nf = transform.structured.fuse_into_containing_op %p into %f : ({_A}, {_A}) -> ({_A}, {_A})',

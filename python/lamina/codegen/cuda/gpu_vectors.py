@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ...transforms.common import visit_ops
+from ...transforms.common import ANY_OP, transform_script, visit_ops
 
-A = "!transform.any_op"
+A = ANY_OP
 
 
 def element_bytes(t: ir.Type) -> int:
@@ -61,30 +61,25 @@ def row_aligned_operands(func_op, chunk: int) -> set[int]:
 # Vector transfers on the bufferized thread tiles: unit dims dropped, then in-bounds
 # contiguous ones become vector.load / vector.store (what gets an alignment); the others
 # are unrolled to scalars in the device lowering (nvvm_lower.DEVICE_PASSES).
-TRANSFER_LOWERING = f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {A} {{transform.readonly}}) {{
-    transform.apply_patterns to %root {{
+TRANSFER_LOWERING = transform_script([
+    f"""transform.apply_patterns to %root {{
       transform.apply_patterns.vector.rank_reducing_subview_patterns
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-    }} : {A}
-    transform.apply_patterns to %root {{
+    }} : {A}""",
+    f"""transform.apply_patterns to %root {{
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
       transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization
-    }} : {A}
-    transform.apply_patterns to %root {{
+    }} : {A}""",
+    f"""transform.apply_patterns to %root {{
       transform.apply_patterns.vector.lower_shape_cast
       transform.apply_patterns.vector.lower_broadcast
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
       transform.apply_patterns.canonicalization
-    }} : {A}
-    transform.yield
-  }}
-}}
-"""
+    }} : {A}"""])
 
 
 def root_of_memref(v: ir.Value):
