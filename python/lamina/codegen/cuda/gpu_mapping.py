@@ -34,7 +34,7 @@ from __future__ import annotations
 from mlir import ir, passmanager
 
 from ...lowering.kernel_abi import kernel_functions
-from ...lowering.tiling import _try_vectorize_each, _unshare_inits
+from ...lowering.tiling import _loop_kinds, _try_vectorize_each, _unshare_inits
 from ...transforms.common import ANY_OP, apply_transform_script, transform_script, visit_ops
 from ...transforms.registry import register_pass
 from ..cpu import _identity_layout, copies_to_loops
@@ -301,9 +301,9 @@ def plan_kernel(func_op) -> list[dict]:
         sizes = _loop_sizes(root)
         if not sizes:
             raise NotMappable("a rank-0 output")
-        kinds = (["reduction" if "reduction" in str(a) else "parallel" for a in ir.ArrayAttr(root.attributes["iterator_types"])]
-                 if "iterator_types" in root.attributes else None)
-        tile, threads = default_mapping(sizes, vector_elements([root] + _producers(root, block)), kinds)
+        kinds = _loop_kinds(root) if "iterator_types" in root.attributes else None
+        producers = _producers(root, block)
+        tile, threads = default_mapping(sizes, vector_elements([root] + producers), kinds)
         if GPU_TILE in root.attributes:
             tile = _i64s(root.attributes[GPU_TILE])
         if GPU_THREADS in root.attributes:
@@ -322,15 +322,15 @@ def plan_kernel(func_op) -> list[dict]:
         root.attributes[GPU_TILE] = ir.DenseI64ArrayAttr.get(tile)
         root.attributes[GPU_THREADS] = ir.DenseI64ArrayAttr.get(threads)
         root.attributes[_ROOT] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
-        for p in _producers(root, block):
+        for p in producers:
             p.attributes[f"{_PRODUCER}{i}"] = ir.UnitAttr.get()
         items.append({"id": i, "sizes": sizes, "tile": tile, "threads": threads,
                       "block_dims": block_dims, "thread_dims": thread_dims,
                       "per_thread": static_tiles(sizes, tile, threads),
                       # (a thread's tile with a whole reduction loop would be one huge vector)
-                      "vectorize": not any("reduction" in str(op.attributes["iterator_types"])
-                                           for op in [root] + _producers(root, block) if "iterator_types" in op.attributes),
-                      "has_producers": bool(_producers(root, block))})
+                      "vectorize": not any("reduction" in _loop_kinds(op)
+                                           for op in [root] + producers if "iterator_types" in op.attributes),
+                      "has_producers": bool(producers)})
     return items
 
 
@@ -492,8 +492,9 @@ def _map_pointwise_kernel(func_op, dump_schedule: bool) -> None:
                and not _in_launch_loop(op) else None)
     if outside:
         raise NotMappable("a temporary buffer (a producer that did not fuse)")
-    try:   # a thread's own temporaries (a column sum's accumulator): private
-        shared_partials(func_op, func_op.parent.regions[0].blocks[0], "__lamina_unused")
+    try:   # a thread's own temporaries (a column sum's accumulator) private, anything the block shares in shared memory
+        name = ir.StringAttr(func_op.attributes["sym_name"]).value   # (globals per kernel: no clash when moved)
+        shared_partials(func_op, func_op.parent.regions[0].blocks[0], f"__lamina_{name}")
     except ValueError as e:
         raise NotMappable(str(e)) from None
     _apply(func_op, TRANSFER_LOWERING, dump_schedule)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, math, memref
 
+from ...lowering.tiling import _loop_kinds
 from ...lowering.vector_reduce import _compensated_addend, _is_compensated
 from ...transforms.common import ANY_OP, transform_script, visit_ops
 
@@ -172,10 +173,6 @@ class NotARowKernel(Exception):
     pass
 
 
-def _kinds(op) -> list[str]:
-    return ["reduction" if "reduction" in str(a) else "parallel" for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-
-
 def default_row_threads(n: int) -> int:
     """Threads per row (a block) for rows of n elements: a divisor of n, so that every
     thread's chunk has one static size (what the per-thread buffers and vectors need), about
@@ -235,7 +232,7 @@ def copy_reduction_roots(func_op) -> None:
     for mat in [op for op in block.operations if op.operation.name == "bufferization.materialize_in_destination"]:
         src = mat.operands[0]
         owner = src.owner if isinstance(src, ir.OpResult) else None
-        if owner is None or owner.name != "linalg.generic" or "reduction" not in _kinds(owner):
+        if owner is None or owner.name != "linalg.generic" or "reduction" not in _loop_kinds(owner):
             continue
         t = ir.RankedTensorType(src.type)
         identity = ir.AffineMap.get_identity(t.rank)
@@ -256,10 +253,10 @@ def plan_rows(func_op, roots: list, sizes_of, producers_of) -> list[dict]:
     the root's row. Tags what the schedule fuses where. Raises NotARowKernel otherwise."""
     block = func_op.regions[0].blocks[0]
     reductions = [op for op in block.operations if op.operation.name == "linalg.generic"
-                  and "reduction" in _kinds(op)]
+                  and "reduction" in _loop_kinds(op)]
     k = None
     for r in reductions:
-        kinds = _kinds(r)
+        kinds = _loop_kinds(r)
         if kinds.count("reduction") != 1 or kinds[-1] != "reduction":
             raise NotARowKernel("a reduction that is not over the innermost loop alone")
         if k is not None and k != len(kinds) - 1:
@@ -284,7 +281,7 @@ def plan_rows(func_op, roots: list, sizes_of, producers_of) -> list[dict]:
         sizes = sizes_of(root)
         if len(sizes) < k or any(s == 0 for s in sizes):
             raise NotARowKernel("a root without the rows")
-        kinds = _kinds(root) if "iterator_types" in root.attributes else ["parallel"] * len(sizes)
+        kinds = _loop_kinds(root) if "iterator_types" in root.attributes else ["parallel"] * len(sizes)
         item = {"id": i, "rows": k, "sizes": sizes, "threads": threads, "reduction_root": None,
                 "chunk": n // threads if n % threads == 0 else None,   # each thread's share of a row
                 "element_loop": len(sizes) > k and sizes[-1] > 1 and kinds[-1] == "parallel"}
