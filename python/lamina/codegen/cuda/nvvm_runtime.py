@@ -245,21 +245,28 @@ class KernelLauncher:
         # tensor there whose data pointer is not 16-byte aligned runs on an aligned copy
         self.aligned, self.written = tuple(aligned), frozenset(written)
         self._prepared: dict[int, list[_PreparedLaunch]] = {}
+        self._lib = None   # libcuda, once a device's launches are prepared
         self._lock = threading.Lock()
         import torch
 
         self._raw_stream = torch._C._cuda_getCurrentRawStream
         self._device = torch._C._cuda_getDevice
 
-    def _prepare(self, device: int) -> list[_PreparedLaunch]:
-        drv = driver()
-        drv.ensure_context(device)
-        modules = {}
-        prepared = []
-        for launch in self.launches:
-            if launch.binary not in modules:
-                modules[launch.binary] = drv.load(module_image(self.images[launch.binary], self.arch))
-            prepared.append(_PreparedLaunch(launch, drv.function(modules[launch.binary], launch.function)))
+    def _prepared_for(self, device: int) -> list[_PreparedLaunch]:
+        """The launches ready on `device` (modules loaded at the first call there); under
+        self._lock."""
+        prepared = self._prepared.get(device)
+        if prepared is None:
+            drv = driver()
+            drv.ensure_context(device)
+            modules = {}
+            prepared = []
+            for launch in self.launches:
+                if launch.binary not in modules:
+                    modules[launch.binary] = drv.load(module_image(self.images[launch.binary], self.arch))
+                prepared.append(_PreparedLaunch(launch, drv.function(modules[launch.binary], launch.function)))
+            self._prepared[device] = prepared
+            self._lib = drv.lib
         return prepared
 
     def __call__(self, *tensors) -> None:
@@ -267,8 +274,7 @@ class KernelLauncher:
         if WARMING_THREADS and threading.get_ident() in WARMING_THREADS:
             # a warm-up pass on fake tensors (PlanRunner.precompile): load the modules now
             with self._lock:
-                if device not in self._prepared:
-                    self._prepared[device] = self._prepare(device)
+                self._prepared_for(device)
             return
         copies = None
         for i in self.aligned:
@@ -277,13 +283,10 @@ class KernelLauncher:
                 copies[i] = tensors[i].clone()   # (a new allocation: aligned, same strides)
         run = tensors if copies is None else tuple(copies.get(i, t) for i, t in enumerate(tensors))
         with self._lock:
-            prepared = self._prepared.get(device)
-            if prepared is None:
-                prepared = self._prepared[device] = self._prepare(device)
+            prepared = self._prepared_for(device)
             stream = self._raw_stream(device)
-            lib = driver().lib
             for p in prepared:
-                p(lib, run, stream)
+                p(self._lib, run, stream)
         if copies:
             for i, c in copies.items():
                 if i in self.written:
