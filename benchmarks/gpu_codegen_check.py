@@ -49,6 +49,12 @@ cases = {
  "softmax": (lambda x: torch.softmax(x, -1), [mk(64, 128)]),
  "softmax_big": (lambda x: torch.softmax(x * 3, -1), [mk(512, 4096)]),
  "softmax_bf16": (lambda x: torch.softmax(x, -1), [mk(64, 1024, dtype=torch.bfloat16)]),
+ # long rows: segmented ([S, T, V] per row, gpu_row_segments.py)
+ "softmax_long_bf16": (lambda x: torch.softmax(x, -1), [mk(32, 8192, dtype=torch.bfloat16)]),
+ "layernorm_long": (lambda x, w, b: F.layer_norm(x, (4096,), w, b), [mk(2, 32, 4096) * 5 + 3, mk(4096), mk(4096)]),
+ "rmsnorm_3000": (lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w, [mk(16, 3000), mk(3000)]),
+ "logsoftmax_2048_inf": (lambda x: torch.log_softmax(x.masked_fill(x > 2.5, float("-inf")), -1), [mk(24, 2048)]),
+ "var_long": (lambda x: x.var(-1, keepdim=True), [mk(8, 16384) + 100]),
  "layernorm": (lambda x, w, b: F.layer_norm(x, (768,), w, b), [mk(8, 64, 768), mk(768), mk(768)]),
  "rowsum": (lambda x: x.sum(-1), [mk(64, 1000)]),
  "rowsum_prime": (lambda x: x.sum(-1), [mk(33, 1009)]),
@@ -108,6 +114,9 @@ for label, fn, args in [
     ("softmax 8192x1024", lambda x: torch.softmax(x, -1), [mk(8192, 1024)]),
     ("layernorm 8192x1024", lambda x, w, b: F.layer_norm(x, (1024,), w, b), [mk(8192, 1024), mk(1024), mk(1024)]),
     ("softmax 4096x4096 bf16", lambda x: torch.softmax(x, -1), [mk(4096, 4096, dtype=torch.bfloat16)]),
+    ("softmax 4096x4096", lambda x: torch.softmax(x, -1), [mk(4096, 4096)]),
+    ("layernorm 4096x4096", lambda x, w, b: F.layer_norm(x, (4096,), w, b), [mk(4096, 4096), mk(4096), mk(4096)]),
+    ("rmsnorm 2048x8192", lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w, [mk(2048, 8192), mk(8192)]),
 ]:
     nbytes = 2 * args[0].numel() * args[0].element_size() + sum(a.numel() * a.element_size() for a in args[1:] if a.numel() == args[0].numel())
     res = {}

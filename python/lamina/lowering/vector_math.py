@@ -695,6 +695,22 @@ def expand_math(module: ir.Module | ir.Operation, fma: bool | None = None, skip=
     return _rewrite_ops(module, wanted, expand)
 
 
+def expand_small_powers(module: ir.Module | ir.Operation) -> int:
+    """Only the math.powf with a small constant integer exponent (x ** 2 of a norm), as
+    multiplications: for code generators that keep the other math ops (the NVVM one calls
+    libdevice, whose __nv_powf is a long general routine). Scalar f32 / f64 ones (a bf16
+    x ** 3 rounded per product would differ from torch's single rounding)."""
+    def wanted(o):
+        return o.name == "math.powf" and str(o.results[0].type) in ("f32", "f64") \
+            and _constant_value(o.operands[1]) in SMALL_POWERS
+
+    def expand(o):
+        E = Mlir(o.results[0].type, fma=False, branch=False)
+        return powi_(E, o.operands[0], int(_constant_value(o.operands[1])))
+
+    return _rewrite_ops(module, wanted, expand)
+
+
 def _rewrite_ops(module: ir.Module | ir.Operation, wanted, build) -> int:
     """Replace every op under `module` that `wanted` picks by the value `build(op)` makes at
     its place (in its location); how many were replaced."""

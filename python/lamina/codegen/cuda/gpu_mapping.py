@@ -34,15 +34,18 @@ from __future__ import annotations
 from mlir import ir, passmanager
 
 from ...lowering.kernel_abi import kernel_functions
+from ...lowering.vector_math import expand_small_powers
 from ...lowering.tiling import _loop_kinds, _try_vectorize_each, _unshare_inits
 from ...transforms.common import ANY_OP, apply_transform_script, transform_script, visit_ops
 from ...transforms.registry import register_pass
 from ..cpu import _identity_layout, copies_to_loops
-from .gpu_reductions import (NotARowKernel, _in_thread_forall, check_block_writes, compensated_combines,
-                             copy_reduction_roots, erase_self_copies, fuse_into_thread_loops, one_use_per_op,
-                             plain_sums, plan_rows, row_schedule, shared_partials, unshare_inits, warp_combines)
+from .gpu_reductions import (ROW_THREADS, NotARowKernel, _in_thread_forall, check_block_writes,
+                             compensated_combines, copy_reduction_roots, erase_self_copies, fuse_into_thread_loops,
+                             one_use_per_op, plain_sums, plan_rows, row_length, row_schedule, row_threads,
+                             shared_partials, unshare_inits, warp_combines)
+from .gpu_row_segments import segment_rows, segment_shape
 from .gpu_vectors import (TRANSFER_LOWERING, aligned_operands, mark_aligned_accesses, row_aligned_operands,
-                          vector_elements)
+                          vector_elements, written_arguments)
 
 GPU_TILE = "lamina.gpu_tile"
 GPU_THREADS = "lamina.gpu_threads"
@@ -406,6 +409,7 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
     so callers work on a copy (map_gpu)."""
     check_mappable(func_op, fused=False)
     func_op.operation.verify()
+    expand_small_powers(func_op)   # (x ** 2 as x * x, not libdevice's general powf)
     plain_sums(func_op)
     block = func_op.regions[0].blocks[0]
     # row kernels: a reduction over the innermost loop (softmax, norms); reductions over
@@ -478,9 +482,7 @@ def _in_launch_loop(op) -> bool:
 def _map_pointwise_kernel(func_op, dump_schedule: bool) -> None:
     items = plan_kernel(func_op)
     candidates = aligned_operands(func_op, items, _ROOT)
-    written = [op.operands[1].arg_number for op in func_op.regions[0].blocks[0].operations
-               if op.operation.name == "bufferization.materialize_in_destination"
-               and isinstance(op.operands[1], ir.BlockArgument)]
+    written = written_arguments(func_op)
     func_op.operation.verify()
     _apply(func_op, build_tiling_schedule(items), dump_schedule)
     _run(func_op, "func.func(canonicalize, cse)")
@@ -508,12 +510,13 @@ def _map_pointwise_kernel(func_op, dump_schedule: bool) -> None:
 def _map_row_kernel(func_op, dump_schedule: bool) -> None:
     """Kernels with row reductions (softmax, norms, sums over the last dim): gpu_reductions.py."""
     block = func_op.regions[0].blocks[0]
-    copy_reduction_roots(func_op)
-    one_use_per_op(func_op)
-    _unshare_inits(func_op)
-    roots = _roots(block)
     try:
-        items = plan_rows(func_op, roots, _loop_sizes, lambda root: _producers(root, block))
+        segments = _segment_long_rows(func_op)
+        copy_reduction_roots(func_op)
+        one_use_per_op(func_op)
+        _unshare_inits(func_op)
+        roots = _roots(block)
+        items = plan_rows(func_op, roots, _loop_sizes, lambda root: _producers(root, block), segments)
     except NotARowKernel as e:
         raise NotMappable(str(e)) from None
     for i, root in enumerate(roots):
@@ -523,9 +526,7 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
     # arguments every op reads or writes along the row with the row's innermost index: a
     # thread's chunk starts at a multiple of the chunk there
     row_candidates = row_aligned_operands(func_op, items[0]["chunk"] or 0)
-    written = [op.operands[1].arg_number for op in block.operations
-               if op.operation.name == "bufferization.materialize_in_destination"
-               and isinstance(op.operands[1], ir.BlockArgument)]
+    written = written_arguments(func_op)
     func_op.operation.verify()
     for item in items:
         unshare_inits(func_op)   # (each fill fuses into the one loop that reads it)
@@ -546,7 +547,7 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
     compensated_combines(func_op)   # (the combines warp_combines left)
     if vectorized:
         _apply(func_op, TRANSFER_LOWERING, dump_schedule)
-        aligned = mark_aligned_accesses(func_op, row_candidates)
+        aligned = mark_aligned_accesses(func_op, row_candidates, through_reshapes=True)
         if aligned:
             func_op.attributes[GPU_ALIGNED_ARGS] = ir.DenseI64ArrayAttr.get(sorted(aligned))
             func_op.attributes[GPU_WRITTEN_ARGS] = ir.DenseI64ArrayAttr.get(sorted(written))
@@ -556,6 +557,31 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
     except ValueError as e:
         raise NotMappable(str(e)) from None
     _map_block_loops(func_op, [[it["threads"]] for it in items], dump_schedule)
+
+
+def _segment_long_rows(func_op) -> list[int] | None:
+    """Rows longer than a vector per thread, segmented (gpu_row_segments.py): tried on a
+    copy first, since the propagation may stop short of some op (then the rows stay whole:
+    contiguous chunks per thread, correct but uncoalesced)."""
+    n = row_length(func_op, _loop_sizes)
+    threads = row_threads(func_op, n)
+    ops = [op for op in func_op.regions[0].blocks[0].operations if op.operation.name.startswith("linalg.")]
+    segments = segment_shape(n, threads, vector_elements(ops))
+    if segments is None:
+        return None
+    with func_op.context, func_op.location:
+        trial_module = ir.Module.create()
+        trial = func_op.operation.clone(ip=ir.InsertionPoint(trial_module.body))
+        try:
+            segment_rows(trial.opview if hasattr(trial, "opview") else trial, n, segments)
+        except ValueError:
+            return None
+    segment_rows(func_op, n, segments)
+    reshaped_outputs_to_views(func_op)
+    for op in func_op.regions[0].blocks[0].operations:
+        if op.operation.name == "linalg.generic" and "reduction" in _loop_kinds(op):
+            op.attributes[ROW_THREADS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), threads)
+    return segments
 
 
 def _vectorize_thread_tiles(func_op, dump: bool) -> bool:

@@ -246,31 +246,58 @@ def copy_reduction_roots(func_op) -> None:
         mat.operands[0] = copy.results[0]
 
 
-def plan_rows(func_op, roots: list, sizes_of, producers_of) -> list[dict]:
+def row_length(func_op, sizes_of, row_dims: int = 1) -> int:
+    """Elements per row: the reductions' trailing `row_dims` loops (the longest)."""
+    block = func_op.regions[0].blocks[0]
+    n = 0
+    for r in block.operations:
+        if r.operation.name == "linalg.generic" and "reduction" in _loop_kinds(r):
+            size = 1
+            for s in sizes_of(r)[-row_dims:]:
+                size *= s
+            n = max(n, size)
+    return n
+
+
+def row_threads(func_op, n: int) -> int:
+    """Threads per row: `lamina.gpu_row_threads` where a reduction has it, else
+    default_row_threads."""
+    block = func_op.regions[0].blocks[0]
+    threads = default_row_threads(n)
+    for r in block.operations:
+        if ROW_THREADS in r.attributes:
+            threads = ir.IntegerAttr(r.attributes[ROW_THREADS]).value
+    if threads < 1 or threads > 1024:
+        raise NotARowKernel(f"{ROW_THREADS} = {threads}")
+    return threads
+
+
+def plan_rows(func_op, roots: list, sizes_of, producers_of, segments: list[int] | None = None) -> list[dict]:
     """Decisions for a kernel with row reductions (reductions over the innermost loop, the
-    other loops rows): one CUDA block per row of each root, `lamina.gpu_row_threads`
+    other loops rows; with `segments`, over the trailing [S, T, V] loops of a segmented
+    row, gpu_row_segments.py): one CUDA block per row of each root, `lamina.gpu_row_threads`
     threads splitting each reduction (partials in shared memory, combined by the block) and
     the root's row. Tags what the schedule fuses where. Raises NotARowKernel otherwise."""
     block = func_op.regions[0].blocks[0]
+    m = len(segments) if segments else 1   # loops of a row
     reductions = [op for op in block.operations if op.operation.name == "linalg.generic"
                   and "reduction" in _loop_kinds(op)]
     k = None
     for r in reductions:
         kinds = _loop_kinds(r)
-        if kinds.count("reduction") != 1 or kinds[-1] != "reduction":
+        if kinds.count("reduction") != m or kinds[-m:] != ["reduction"] * m:
             raise NotARowKernel("a reduction that is not over the innermost loop alone")
-        if k is not None and k != len(kinds) - 1:
+        if segments and sizes_of(r)[-m:] != segments:
+            raise NotARowKernel("rows of two lengths in a segmented kernel")
+        if k is not None and k != len(kinds) - m:
             raise NotARowKernel("reductions of different row ranks")
-        k = len(kinds) - 1
+        k = len(kinds) - m
     if not 1 <= k <= 3:
         raise NotARowKernel("rows of more than three dims (or none)")
-    n = max(sizes_of(r)[-1] for r in reductions)
-    threads = default_row_threads(n)
-    for r in reductions:
-        if ROW_THREADS in r.attributes:
-            threads = ir.IntegerAttr(r.attributes[ROW_THREADS]).value
-    if threads < 1 or threads > 1024:
-        raise NotARowKernel(f"{ROW_THREADS} = {threads}")
+    n = row_length(func_op, sizes_of, m)
+    threads = segments[1] if segments else row_threads(func_op, n)
+    # the loop the threads split: the row's (contiguous chunks) or a segment's T loop
+    thread_dim = k + 1 if segments else k
     for j, r in enumerate(reductions):
         r.attributes[ROW_THREADS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), threads)
         r.attributes[f"{_RED}_{j}"] = ir.UnitAttr.get()
@@ -282,9 +309,13 @@ def plan_rows(func_op, roots: list, sizes_of, producers_of) -> list[dict]:
         if len(sizes) < k or any(s == 0 for s in sizes):
             raise NotARowKernel("a root without the rows")
         kinds = _loop_kinds(root) if "iterator_types" in root.attributes else ["parallel"] * len(sizes)
+        segmented_root = bool(segments) and sizes[k:] == segments
         item = {"id": i, "rows": k, "sizes": sizes, "threads": threads, "reduction_root": None,
-                "chunk": n // threads if n % threads == 0 else None,   # each thread's share of a row
-                "element_loop": len(sizes) > k and sizes[-1] > 1 and kinds[-1] == "parallel"}
+                "row_loops": k + m, "thread_dim": thread_dim,
+                # each thread's contiguous share of a row: a vector of a segment, or its chunk
+                "chunk": segments[-1] if segments else (n // threads if n % threads == 0 else None),
+                "element_loop": len(sizes) > k and sizes[-1] > 1 and kinds[-1] == "parallel",
+                "element_thread_dim": thread_dim if segmented_root else k}
         if root in reductions:
             item["reduction_root"] = reductions.index(root)
         else:
@@ -321,11 +352,13 @@ def row_schedule(item: dict, root_attr: str, producer_attr: str) -> str:
         f'%p = transform.structured.match attributes{{{producer_attr}{i}}} in %root : ({_A}) -> {_A}',
         f'%pf, %bf2 = transform.structured.fuse_into_containing_op %p into %bf : ({_A}, {_A}) -> ({_A}, {_A})',
     ]
+    split = [0] * item["row_loops"]
+    split[item["thread_dim"]] = t
     for j in item["reduction_ids"]:
         lines += [
             f'%red{j} = transform.structured.match attributes{{{_RED}_{j}}} in %bf2 : ({_A}) -> {_A}',
             f'%fill{j}, %split{j}, %comb{j}, %rf{j} = transform.structured.tile_reduction_using_forall %red{j} '
-            f'by num_threads = {_arr([0] * k + [t])} tile_sizes = [] mapping = [#gpu.thread<x>] '
+            f'by num_threads = {_arr(split)} tile_sizes = [] mapping = [#gpu.thread<x>] '
             f': ({_A}) -> ({_A}, {_A}, {_A}, {_A})',
             # each thread initializes its own partial (a fill by the whole block could land
             # after another thread's partial: there is no barrier between them)
@@ -341,7 +374,9 @@ def row_schedule(item: dict, root_attr: str, producer_attr: str) -> str:
         lines.append(f'%rt, %rtf = transform.structured.tile_using_forall %comb{c} num_threads {_arr([1] + [0] * (k - 1))} '
                      f'(mapping = [#gpu.thread<x>]) : ({_A}) -> ({_A}, {_A})')
     elif item["element_loop"]:
-        lines.append(f'%rt, %rtf = transform.structured.tile_using_forall %bt num_threads {_arr([0] * k + [t] + [0] * (n_loops - k - 1))} '
+        threads = [0] * n_loops
+        threads[item["element_thread_dim"]] = t
+        lines.append(f'%rt, %rtf = transform.structured.tile_using_forall %bt num_threads {_arr(threads)} '
                      f'(mapping = [#gpu.thread<x>]) : ({_A}) -> ({_A}, {_A})')
     else:
         lines.append(f'%rt, %rtf = transform.structured.tile_using_forall %bt num_threads {_arr([1] + [0] * (n_loops - 1))} '

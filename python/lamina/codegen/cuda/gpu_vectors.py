@@ -33,40 +33,68 @@ def vector_elements(ops) -> int:
     return max(1, 16 // widest)
 
 
+def argument_of(v: ir.Value):
+    """The kernel argument v is, or is a reshape view of (memref.expand_shape /
+    collapse_shape: same offset, strides in the view's type), else None."""
+    while isinstance(v, ir.OpResult) and v.owner.name in ("memref.expand_shape", "memref.collapse_shape"):
+        v = v.owner.operands[0]
+    return v if isinstance(v, ir.BlockArgument) else None
+
+
+def written_arguments(func_op) -> list[int]:
+    """Arguments the kernel's outputs are stored into (directly or through views)."""
+    block = func_op.regions[0].blocks[0]
+    args = [argument_of(op.operands[1]) for op in block.operations
+            if op.operation.name == "bufferization.materialize_in_destination"]
+    return sorted({a.arg_number for a in args if a is not None})
+
+
 def row_aligned_operands(func_op, chunk: int) -> set[int]:
     """aligned_operands for row kernels: every linalg op's operands (reductions and roots
-    alike split the row's innermost loop into chunks of `chunk`)."""
+    alike split the row's innermost loop into chunks of `chunk`; a segmented row's
+    innermost loop is its vector). Arguments read or written through reshape views are
+    checked with the view's strides."""
     block = func_op.regions[0].blocks[0]
-    arg_of = {op.results[0]: op.operands[0].arg_number for op in block.operations
-              if op.operation.name == "bufferization.to_tensor" and isinstance(op.operands[0], ir.BlockArgument)}
-    ok, bad = set(), set()
+    arg_of = {}   # tensor value -> (argument number, memref type it is read as)
     for op in block.operations:
-        if op.operation.name == "bufferization.materialize_in_destination" and isinstance(op.operands[1], ir.BlockArgument):
+        if op.operation.name == "bufferization.to_tensor" and argument_of(op.operands[0]) is not None:
+            arg_of[op.results[0]] = (argument_of(op.operands[0]).arg_number, op.operands[0].type)
+    ok, bad = set(), set()
+    for value, (arg, _) in arg_of.items():
+        if any(not u.owner.name.startswith("linalg.") for u in value.uses):
+            bad.add(arg)   # (read through a tensor reshape: accesses this does not see)
+    for op in block.operations:
+        if op.operation.name == "bufferization.materialize_in_destination" and argument_of(op.operands[1]) is not None:
             src = op.operands[0].owner
             out_map = (ir.AffineMapAttr(list(ir.ArrayAttr(src.attributes["indexing_maps"]))[-1]).value
                        if "indexing_maps" in src.attributes else None)
             good = out_map is not None and innermost_is_last_loop(out_map) and contiguous_inner(op.operands[1].type, chunk)
-            (ok if good else bad).add(op.operands[1].arg_number)
+            (ok if good else bad).add(argument_of(op.operands[1]).arg_number)
         if not op.operation.name.startswith("linalg.") or "indexing_maps" not in op.attributes:
             continue
         maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
         for k, v in enumerate(op.operands):
             if v in arg_of:
-                good = innermost_is_last_loop(maps[k]) and contiguous_inner(
-                    block.arguments[arg_of[v]].type, chunk)
-                (ok if good else bad).add(arg_of[v])
+                arg, t = arg_of[v]
+                good = innermost_is_last_loop(maps[k]) and contiguous_inner(t, chunk)
+                (ok if good else bad).add(arg)
     return ok - bad
 
 
 # Vector transfers on the bufferized thread tiles: unit dims dropped, then in-bounds
-# contiguous ones become vector.load / vector.store (what gets an alignment); the others
-# are unrolled to scalars in the device lowering (nvvm_lower.DEVICE_PASSES).
+# contiguous ones become vector.load / vector.store (what gets an alignment); n-d ones are
+# unrolled to 1-d ones first; the others are unrolled to scalars in the device lowering
+# (nvvm_lower.DEVICE_PASSES).
 TRANSFER_LOWERING = transform_script([
     f"""transform.apply_patterns to %root {{
       transform.apply_patterns.vector.rank_reducing_subview_patterns
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+    }} : {A}""",
+    # (an n-d transfer of a strided tile, a segmented row's [S, V]: one 1-d transfer per row)
+    f"""transform.apply_patterns to %root {{
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
     }} : {A}""",
     f"""transform.apply_patterns to %root {{
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
@@ -82,12 +110,14 @@ TRANSFER_LOWERING = transform_script([
     }} : {A}"""])
 
 
-def root_of_memref(v: ir.Value):
-    """The kernel argument a memref value is a subview (chain) of, else None."""
-    while isinstance(v, ir.OpResult) and v.owner.name in ("memref.subview", "memref.reinterpret_cast",
-                                                           "memref.collapse_shape", "memref.expand_shape"):
-        if v.owner.name != "memref.subview":
-            return None   # (offsets through reshapes are not followed)
+def root_of_memref(v: ir.Value, through_reshapes: bool = False):
+    """The kernel argument a memref value is a subview (chain) of, else None; with
+    `through_reshapes`, reshape views of an argument count as the argument (for kernels
+    whose aligned set checked those views' strides: row_aligned_operands)."""
+    reshapes = ("memref.collapse_shape", "memref.expand_shape")
+    while isinstance(v, ir.OpResult) and v.owner.name in ("memref.subview", "memref.reinterpret_cast") + reshapes:
+        if v.owner.name == "memref.reinterpret_cast" or (v.owner.name in reshapes and not through_reshapes):
+            return None   # (offsets through these are not followed)
         v = v.owner.operands[0]
     return v if isinstance(v, ir.BlockArgument) else None
 
@@ -151,7 +181,7 @@ def contiguous_inner(t: ir.Type, vector: int) -> bool:
     return True
 
 
-def mark_aligned_accesses(func_op, aligned: set[int]) -> set[int]:
+def mark_aligned_accesses(func_op, aligned: set[int], through_reshapes: bool = False) -> set[int]:
     """Give the vector loads and stores of aligned arguments (aligned_operands) their
     alignment (vector bytes: what makes them 128-bit accesses in PTX instead of scalar
     ones); returns the arguments whose base pointer must then be aligned to 16 bytes (the
@@ -163,7 +193,7 @@ def mark_aligned_accesses(func_op, aligned: set[int]) -> set[int]:
         if name not in ("vector.load", "vector.store"):
             return
         base = op.operands[0 if name == "vector.load" else 1]
-        arg = root_of_memref(base)
+        arg = root_of_memref(base, through_reshapes)
         if arg is None or arg.arg_number not in aligned:
             return
         vt = ir.VectorType(op.results[0].type if name == "vector.load" else op.operands[0].type)

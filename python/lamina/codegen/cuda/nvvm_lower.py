@@ -24,7 +24,7 @@ DEFAULT_ARCH = "sm_90"
 
 # In each gpu.module: what is left of the thread tiles' linalg ops to loops, the vector
 # transfers the mapping did not turn into loads and stores unrolled, then convert-gpu-to-nvvm.
-DEVICE_PASSES = ("convert-linalg-to-loops", "convert-vector-to-scf{full-unroll=true}", "expand-strided-metadata",
+DEVICE_PASSES = ("convert-linalg-to-loops", "convert-vector-to-scf{full-unroll=true}", "convert-vector-to-llvm", "expand-strided-metadata",
                  "lower-affine", "convert-scf-to-cf",
                  "convert-gpu-to-nvvm", "canonicalize", "cse", "reconcile-unrealized-casts")
 
