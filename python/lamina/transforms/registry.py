@@ -35,8 +35,15 @@ def register_pass(name: str, *, level: str, description: str):
     return register
 
 
+_loaded = False
+
+
 def _load_all() -> None:
-    # Importing the modules registers their passes.
+    # Importing the modules registers their passes (once: scanning the packages' directories
+    # on every pass lookup cost ~2 ms a lookup, ~15 ms a compiled graph).
+    global _loaded
+    if _loaded:
+        return
     import importlib
     import pkgutil
 
@@ -47,6 +54,7 @@ def _load_all() -> None:
     for pkg in (lamina.transforms, lamina.lowering, lamina.codegen):
         for info in pkgutil.iter_modules(pkg.__path__):
             importlib.import_module(f"{pkg.__name__}.{info.name}")
+    _loaded = True
 
 
 def get_pass(name: str) -> PassInfo:
