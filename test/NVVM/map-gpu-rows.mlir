@@ -44,7 +44,7 @@ func.func @s(%x: tensor<64x512xf32>) -> tensor<64x512xf32> attributes {lamina.gr
 
 // PTX: gpu.binary @s_kernel_0_kernel
 // PTX-SAME: .shared .align
-// PTX-SAME: ld.global.v4
+// PTX-SAME: ld.global.nc.v4
 // PTX-SAME: shfl.sync.bfly
 // PTX-SAME: bar.sync
 // PTX-SAME: st.global.v4

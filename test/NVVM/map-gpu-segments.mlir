@@ -27,7 +27,7 @@ func.func @seg(%x: tensor<4x2048xf32>, %w: tensor<2048xf32>) -> tensor<4x2048xf3
 
 // A thread's two vectors of a row are 256 * 4 floats = 4096 bytes apart.
 // PTX: gpu.binary @seg_kernel_0_kernel
-// PTX-SAME: ld.global.v4.b32 {{.*}}[%rd[[R:[0-9]+]]];\0A\09ld.global.v4.b32 {{.*}}[%rd[[R]]+4096]
+// PTX-SAME: ld.global.nc.v4.b32 {{.*}}[%rd[[R:[0-9]+]]];\0A\09ld.global.nc.v4.b32 {{.*}}[%rd[[R]]+4096]
 // PTX-SAME: st.global.v4.b32
 
 // x ** 2 with a constant exponent is a multiplication in the kernel (libdevice's powf is

@@ -37,5 +37,5 @@ func.func @g(%x: tensor<64x100xf32>, %b: tensor<100xf32>) -> tensor<64x100xf32> 
 // PTX: gpu.binary @g_kernel_0_kernel
 // PTX-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
 // PTX-SAME: .visible .entry g_kernel_0_kernel(
-// PTX-SAME: ld.global.v4.b32
+// PTX-SAME: ld.global.nc.v4.b32
 // PTX-SAME: st.global.v4.b32

@@ -103,6 +103,8 @@ def test_row_threads_divide_the_row():
         assert 1 <= t <= 256 and n % t == 0, (n, t)
     assert default_row_threads(1024) == 256 and default_row_threads(128) == 32
     assert default_row_threads(1009) == 256   # a prime row: chunks of two sizes
+    # bf16 rows: a 16-byte vector (8 elements) per thread
+    assert default_row_threads(1024, 8) == 128 and default_row_threads(4096, 8) == 256
 
 
 def test_decisions_set_in_the_ir_win():

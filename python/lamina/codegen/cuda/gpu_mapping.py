@@ -45,7 +45,7 @@ from .gpu_reductions import (ROW_THREADS, NotARowKernel, _in_thread_forall, chec
                              shared_partials, unshare_inits, warp_combines)
 from .gpu_row_segments import segment_rows, segment_shape
 from .gpu_vectors import (TRANSFER_LOWERING, aligned_operands, mark_aligned_accesses, row_aligned_operands,
-                          vector_elements, written_arguments)
+                          argument_vector_elements, written_arguments)
 
 GPU_TILE = "lamina.gpu_tile"
 GPU_THREADS = "lamina.gpu_threads"
@@ -300,13 +300,16 @@ def plan_kernel(func_op) -> list[dict]:
     """Record the mapping decisions on each root of the kernel (keeping any already there)."""
     block = func_op.regions[0].blocks[0]
     items = []
+    # 16 bytes of the widest element in memory per thread (a bf16 kernel computing in f32
+    # moves 8 elements at a time)
+    vector = argument_vector_elements(func_op)
     for i, root in enumerate(_roots(block)):
         sizes = _loop_sizes(root)
         if not sizes:
             raise NotMappable("a rank-0 output")
         kinds = _loop_kinds(root) if "iterator_types" in root.attributes else None
         producers = _producers(root, block)
-        tile, threads = default_mapping(sizes, vector_elements([root] + producers), kinds)
+        tile, threads = default_mapping(sizes, vector, kinds)
         if GPU_TILE in root.attributes:
             tile = _i64s(root.attributes[GPU_TILE])
         if GPU_THREADS in root.attributes:
@@ -559,14 +562,29 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
     _map_block_loops(func_op, [[it["threads"]] for it in items], dump_schedule)
 
 
+def _decide_row_threads(func_op) -> tuple[int, int, int]:
+    """(row length, threads per row, vector elements): the vector is 16 bytes of the widest
+    element the kernel's arguments hold (a bf16 row computed in f32 reads 8 elements at a
+    time); the threads are recorded on the reductions (lamina.gpu_row_threads)."""
+    n = row_length(func_op, _loop_sizes)
+    vector = argument_vector_elements(func_op)
+    threads = row_threads(func_op, n, vector)
+    _set_row_threads(func_op, threads)
+    return n, threads, vector
+
+
+def _set_row_threads(func_op, threads: int) -> None:
+    for op in func_op.regions[0].blocks[0].operations:
+        if op.operation.name == "linalg.generic" and "reduction" in _loop_kinds(op):
+            op.attributes[ROW_THREADS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), threads)
+
+
 def _segment_long_rows(func_op) -> list[int] | None:
     """Rows longer than a vector per thread, segmented (gpu_row_segments.py): tried on a
     copy first, since the propagation may stop short of some op (then the rows stay whole:
     contiguous chunks per thread, correct but uncoalesced)."""
-    n = row_length(func_op, _loop_sizes)
-    threads = row_threads(func_op, n)
-    ops = [op for op in func_op.regions[0].blocks[0].operations if op.operation.name.startswith("linalg.")]
-    segments = segment_shape(n, threads, vector_elements(ops))
+    n, threads, vector = _decide_row_threads(func_op)
+    segments = segment_shape(n, threads, vector)
     if segments is None:
         return None
     with func_op.context, func_op.location:
@@ -578,9 +596,7 @@ def _segment_long_rows(func_op) -> list[int] | None:
             return None
     segment_rows(func_op, n, segments)
     reshaped_outputs_to_views(func_op)
-    for op in func_op.regions[0].blocks[0].operations:
-        if op.operation.name == "linalg.generic" and "reduction" in _loop_kinds(op):
-            op.attributes[ROW_THREADS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), threads)
+    _set_row_threads(func_op, threads)   # (the propagation rebuilt the ops)
     return segments
 
 

@@ -173,18 +173,19 @@ class NotARowKernel(Exception):
     pass
 
 
-def default_row_threads(n: int) -> int:
+def default_row_threads(n: int, vector: int = 4) -> int:
     """Threads per row (a block) for rows of n elements: a divisor of n, so that every
-    thread's chunk has one static size (what the per-thread buffers and vectors need), about
-    4 elements per thread (a 128-bit access each for f32), at most 256, a multiple of a warp
-    where one divides; rows of a prime length over 256 get 256 (chunks of two sizes)."""
+    thread's chunk has one static size (what the per-thread buffers and vectors need), at
+    least `vector` elements per thread where possible (a 128-bit access: 4 f32, 8 bf16),
+    at most 256, a multiple of a warp where one divides; rows of a prime length over 256
+    get 256 (chunks of two sizes)."""
     if n <= 32:
         return max(n, 1)
     divisors = [t for t in range(1, min(n, 256) + 1) if n % t == 0]
     warps = [t for t in divisors if t % 32 == 0]
     for pool in (warps, [t for t in divisors if t >= 32]):
         if pool:
-            fitting = [t for t in pool if n // t >= 4]
+            fitting = [t for t in pool if n // t >= vector]
             return max(fitting) if fitting else min(pool)
     return 256
 
@@ -259,11 +260,11 @@ def row_length(func_op, sizes_of, row_dims: int = 1) -> int:
     return n
 
 
-def row_threads(func_op, n: int) -> int:
+def row_threads(func_op, n: int, vector: int = 4) -> int:
     """Threads per row: `lamina.gpu_row_threads` where a reduction has it, else
     default_row_threads."""
     block = func_op.regions[0].blocks[0]
-    threads = default_row_threads(n)
+    threads = default_row_threads(n, vector)
     for r in block.operations:
         if ROW_THREADS in r.attributes:
             threads = ir.IntegerAttr(r.attributes[ROW_THREADS]).value

@@ -33,6 +33,14 @@ def vector_elements(ops) -> int:
     return max(1, 16 // widest)
 
 
+def argument_vector_elements(func_op) -> int:
+    """Elements per 128-bit access of the widest element type among the kernel's
+    (memref) arguments: what a thread moves from and to memory at a time."""
+    args = [a for a in func_op.regions[0].blocks[0].arguments if isinstance(a.type, ir.MemRefType)]
+    widest = max((element_bytes(a.type) for a in args), default=4)
+    return max(1, 16 // widest)
+
+
 def argument_of(v: ir.Value):
     """The kernel argument v is, or is a reshape view of (memref.expand_shape /
     collapse_shape: same offset, strides in the view's type), else None."""

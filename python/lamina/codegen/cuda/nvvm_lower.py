@@ -120,7 +120,10 @@ def lower_to_ptx(module: ir.Module, arch: str = DEFAULT_ARCH, opt_level: int = 3
     for func_op in kernels:
         sink_constants(func_op)
     module.operation.verify()
-    _run(module, "builtin.module(gpu-kernel-outlining, gpu.module(" + ", ".join(DEVICE_PASSES) + "))")
+    _run(module, "builtin.module(gpu-kernel-outlining)")
+    distinct = _noalias_parameters(module)
+    _run(module, "builtin.module(gpu.module(" + ", ".join(DEVICE_PASSES) + "))")
+    _mark_noalias(module, distinct)
     for op in list(module.body.operations):   # shared-memory globals: outlining copied them into the kernels
         if op.operation.name == "memref.global" and "workgroup" in str(op.attributes["type"]):
             op.operation.erase()
@@ -129,6 +132,64 @@ def lower_to_ptx(module: ir.Module, arch: str = DEFAULT_ARCH, opt_level: int = 3
     attach = f"chip={arch} features={ptx_features(arch)} O={opt_level}" + (f" l={link}" if link else "")
     _run(module, "builtin.module(nvvm-attach-target{" + attach + "}, gpu-module-to-binary{format=isa})")
     return sum(1 for op in module.body.operations if op.operation.name == "gpu.binary")
+
+
+def _gpu_funcs(module: ir.Module, name: str):
+    for op in module.body.operations:
+        if op.operation.name == "gpu.module":
+            for inner in op.regions[0].blocks[0].operations:
+                if inner.operation.name == name:
+                    yield ir.StringAttr(op.attributes["sym_name"]).value, inner
+
+
+def _noalias_parameters(module: ir.Module) -> dict[tuple[str, str], list[int]]:
+    """After outlining: per kernel (gpu.module, gpu.func), the positions its LLVM function
+    will give the pointers of the memref parameters that are `llvm.noalias` arguments of
+    the kernel function launching it (lamina's kernels take distinct buffers). The gpu.func
+    lowering drops those attributes; without them LLVM reloads a row from global memory in
+    every loop of a row kernel (the barriers between them may write any memory)."""
+    noalias_args = set()
+    launches = []
+
+    def visit(op):
+        if op.operation.name == "gpu.launch_func":
+            launches.append(op)
+    for func_op in module.body.operations:
+        if func_op.operation.name != "func.func" or "arg_attrs" not in func_op.attributes:
+            continue
+        for k, attrs in enumerate(ir.ArrayAttr(func_op.attributes["arg_attrs"])):
+            if "llvm.noalias" in ir.DictAttr(attrs):
+                noalias_args.add(func_op.regions[0].blocks[0].arguments[k])
+        visit_ops(func_op, visit)
+    marked = {}
+    for launch in launches:
+        key = tuple(ir.SymbolRefAttr(launch.attributes["kernel"]).value)   # (gpu.module, gpu.func)
+        position, pointers = 0, []
+        for v in launch.opview.kernelOperands:
+            if isinstance(v.type, ir.MemRefType):
+                if v in noalias_args:
+                    pointers += [position, position + 1]   # (allocated and aligned pointers)
+                position += 3 + 2 * ir.MemRefType(v.type).rank
+            else:
+                position += 1
+        marked[key] = pointers
+    return marked
+
+
+def _mark_noalias(module: ir.Module, pointers: dict[tuple[str, str], list[int]]) -> None:
+    for module_name, fn in _gpu_funcs(module, "llvm.func"):
+        key = (module_name, ir.StringAttr(fn.attributes["sym_name"]).value)
+        if not pointers.get(key) or not fn.regions[0].blocks:
+            continue
+        args = fn.regions[0].blocks[0].arguments
+        old = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes else [ir.DictAttr.get({})] * len(args)
+        new = []
+        for k, attrs in enumerate(old):
+            entries = {a.name: a.attr for a in ir.DictAttr(attrs)}
+            if k in pointers[key] and str(args[k].type) == "!llvm.ptr":
+                entries["llvm.noalias"] = ir.UnitAttr.get()
+            new.append(ir.DictAttr.get(entries))
+        fn.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
 def _calls_libdevice(module: ir.Module) -> bool:
