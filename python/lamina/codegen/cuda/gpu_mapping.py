@@ -427,7 +427,9 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
                   if op.operation.name == "linalg.generic")
     fold = "linalg-fold-unit-extent-dims, " if reduces else ""
     _apply(func_op, _GENERALIZE, dump_schedule)
-    _run(func_op, f"func.func({fold}linalg-fuse-elementwise-ops, canonicalize, cse)")
+    # (unit dims folded again after fusion: an elementwise op on keepdim row values, fed by
+    # expand_shapes of the reductions' folded results, would keep the reshape otherwise)
+    _run(func_op, f"func.func({fold}linalg-fuse-elementwise-ops, {fold}canonicalize, cse)")
     _unshare_inits(func_op)
     reshaped_outputs_to_views(func_op)
     check_mappable(func_op)
