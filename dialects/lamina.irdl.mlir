@@ -682,6 +682,15 @@ irdl.dialect @lamina {
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
+  // gcd(a, b): greatest common divisor of integers, elementwise with broadcasting (torch's
+  // calc_gcd: Euclid's loop on |a|, |b|, so gcd(0, 0) = 0), a and b of one integer type
+  irdl.operation @gcd {
+    %a = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(a: %a, b: %b)
+    irdl.results(result: %result)
+  }
   // orthogonal_polynomial(x, n) {kind}: torch's special.<kind>_polynomial of degree
   // trunc(n) (kind: chebyshev_t/u/v/w, shifted_chebyshev_t/u/v/w, hermite_h, hermite_he,
   // laguerre_l, legendre_p), elementwise with broadcasting, x and n of one float type: the

@@ -155,6 +155,14 @@ def _float_unary(name, ts, attrs):
     return ts[0]
 
 
+@rule("gcd")
+def _gcd(name, ts, attrs):
+    ea, eb = (ir.RankedTensorType(t).element_type for t in ts)
+    if not isinstance(ea, ir.IntegerType) or ea != eb or ir.IntegerType(ea).width == 1:
+        raise ShapeError(f"gcd takes a and b of one integer type, got {ea} and {eb}")
+    return T.tensor_type(broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1])), ea)
+
+
 @rule("orthogonal_polynomial")
 def _orthogonal_polynomial(name, ts, attrs):
     if attrs.get("kind") not in ORTHOGONAL_POLYNOMIALS:

@@ -4,6 +4,9 @@
     trunc(x) = x < 0 ? ceil(x) : floor(x)   (-0.3 -> -0.0, NaN and inf pass); integers: x
     round(x, decimals=d) = round(x * 10^d) / 10^d   (d < 0: round(x / 10^-d) * 10^-d), as
                            ATen's kernel computes it; round itself is lamina.round
+    lcm(a, b) = g == 0 ? 0 : |a / g * b|, g = gcd(a, b)   (torch's calc_lcm, int8/int16 in
+                           int as C++ promotes them; the division by a g of 0 is never
+                           made: its divisor is 1 there)
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from mlir import ir
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import cast, constant, elem, meta_type, register
+from .aten_ops import cast, constant, elem, meta_type, register, wrap_uint8
 
 
 @register("aten.sign.default")
@@ -91,3 +94,34 @@ register("aten.fmod.Tensor", "aten.fmod.Scalar", check=_not_bool)(_in_result_dty
 register("aten.remainder.Tensor", "aten.remainder.Scalar", "aten.remainder.Scalar_Tensor",
          check=_not_bool)(_in_result_dtype("remainder"))
 register("aten.floor_divide.default", "aten.floor_divide.Scalar", check=_not_bool)(_in_result_dtype("div_floor"))
+
+
+# ---- gcd, lcm (integers) ------------------------------------------------------------------------
+
+def _integers(node):
+    val = node.meta.get("val")
+    if val is not None and (val.dtype.is_floating_point or val.dtype.is_complex or val.dtype == torch.bool):
+        return f"gcd/lcm of {val.dtype}"
+    return None
+
+
+register("aten.gcd.default", check=_integers)(_in_result_dtype("gcd"))
+
+
+@register("aten.lcm.default", check=_integers)
+def _lcm(imp, node, a):
+    want = meta_type(node).element_type
+    x, y = cast(a.self, want), cast(a.other, want)
+    g = ops.gcd(x, y)
+    zero, one = constant(0, want), constant(1, want)
+    g_is_zero = ops.eq(g, zero)
+    divisor = ops.where(g_is_zero, one, g)
+    dtype = node.meta["val"].dtype
+    if dtype == torch.uint8:   # (i16 holding 0..255: wraps as uint8, abs is nothing)
+        return ops.where(g_is_zero, zero, wrap_uint8(ops.mul(ops.div_trunc(x, divisor), y)))
+    if dtype in (torch.int8, torch.int16):
+        # C++ computes a / g * b and its abs in int (integer promotion), then narrows
+        i32 = T.element_type("i32")
+        product = ops.mul(ops.div_trunc(cast(x, i32), cast(divisor, i32)), cast(y, i32))
+        return ops.where(g_is_zero, zero, cast(ops.abs(product), want))
+    return ops.where(g_is_zero, zero, ops.abs(ops.mul(ops.div_trunc(x, divisor), y)))

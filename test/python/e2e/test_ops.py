@@ -219,6 +219,14 @@ case("bitwise[int]", lambda a, c, s, i32: (a & c, a | 6, a ^ c, ~a, ~s, (s & a) 
      randint(-20, 20, 4, 6), randint(-5, 5, 4, 6, seed=1), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2),
      randint(-9, 9, 6, dtype=torch.int32, seed=3))
 case("bitwise[bool]", lambda a, c: (a & c, a | c, a ^ c, ~a), randn(4, 6) > 0, transposed(4, 6) > 0)
+# gcd (Euclid's loop per element) and lcm: zeros, signs, int8 lcm computed in int as C++ does
+# (it overflows int8 and wraps), uint8 wrap-around, promotion int32 + int64, broadcasting
+_GCD_A = randint(-30, 30, 4, 6)
+_GCD_A[0, :3] = 0
+case("gcd_lcm[int]", lambda a, b, s, u, i32: (torch.gcd(a, b), torch.lcm(a, b), torch.gcd(s, s.flip(0)),
+                                              torch.lcm(s, s.flip(1)), torch.lcm(u, u.flip(0)), torch.gcd(i32, a)),
+     _GCD_A, randint(-12, 12, 6, seed=1), randint(-100, 100, 4, 6, dtype=torch.int8, seed=2),
+     randint(0, 256, 4, 6, dtype=torch.uint8, seed=3), randint(-40, 40, 6, dtype=torch.int32, seed=4))
 # shifts: amounts outside [0, bits) give 0 (left) or the sign (right), as torch; int8 to int64
 case("shift[int]", lambda a, s, b8, i32: (a << s, a >> s, a << 3, a >> 2, torch.bitwise_left_shift(b8, 2),
                                          b8 >> 9, i32 << 5, torch.bitwise_right_shift(i32, 70)),

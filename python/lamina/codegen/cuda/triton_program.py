@@ -824,8 +824,14 @@ class _ProgramBuilder:
             sub = region(after, state)
             yielded = next(o for o in after.operations if o.operation.name == "scf.yield")
             new = [self._env(sub, v, loop) for v in yielded.operands]
-            for name, v in zip(state, new):
-                p.emit(f"{name} = tl.where({go}, {v}, {name})")
+            # (every new value named before any state changes: a yielded value may be another
+            # state variable as it was, Euclid's `a, b = b % a, a`)
+            fresh = [p.fresh("y") for _ in new]
+            p.loop_names.update(fresh)
+            for tmp, v in zip(fresh, new):
+                p.emit(f"{tmp} = {v}")
+            for name, tmp in zip(state, fresh):
+                p.emit(f"{name} = tl.where({go}, {tmp}, {name})")
             p.emit(f"{go} = {condition()}")
         finally:
             p.scope = outer
