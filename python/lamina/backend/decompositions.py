@@ -4,14 +4,16 @@ fixes where its reference differs from eager.
     linspace (integer dtype): eager converts start and end to the result's dtype first
         (4.3 -> 4) and steps in double; torch's reference keeps them as given and steps in
         the default float dtype, so its values differ (OpInfo's linspace.tensor_overload)
-    addbmm, angle, mode, histc, pdist: not in torch's table (ATen kernels); composed of ops
-        lamina compiles
+    addbmm, angle, mode, histc, pdist, grid_sampler_3d (grid_sampling.py): not in torch's
+        table (ATen kernels); composed of ops lamina compiles
 """
 from __future__ import annotations
 
 import math
 
 import torch
+
+from .grid_sampling import grid_sampler_3d
 
 aten = torch.ops.aten
 
@@ -100,6 +102,7 @@ def _pdist(x, p=2.0):
 
 
 _OVERRIDES = {
+    aten.grid_sampler_3d.default: grid_sampler_3d,
     aten._pdist_forward.default: _pdist,
     aten.mode.default: _mode,
     aten.histc.default: _histc,

@@ -254,6 +254,15 @@ case("uint8[negative_scalars]", lambda a: (a > -1, a == -1, a.clamp(min=-5, max=
 case("uint8[image]", lambda img: ((img.permute(2, 0, 1).float() / 255 - 0.5) / 0.25, img.flip(0),
                                   img[:, ::2].contiguous(), torch.where(img > 128, img, 255 - img)),
      randint(0, 256, 5, 4, 3, dtype=torch.uint8, seed=4))
+# grid_sampler_3d (backend/grid_sampling.py, ATen's kernel's formulas): trilinear and nearest,
+# the three paddings, align_corners both ways, grid points outside [-1, 1] and on the corners
+_GRID3 = torch.rand(1, 2, 3, 2, 3, generator=g(1)) * 2.6 - 1.3
+_GRID3[0, 0, 0, 0] = torch.tensor([1.0, -1.0, 1.0])
+case("grid_sample[3d]", lambda x, gr: tuple(F.grid_sample(x, gr, mode=m, padding_mode=p, align_corners=ac)
+                                            for m, p, ac in (("bilinear", "zeros", False), ("bilinear", "border", True),
+                                                             ("bilinear", "reflection", False),
+                                                             ("nearest", "reflection", True), ("nearest", "zeros", False))),
+     randn(1, 2, 3, 4, 5), _GRID3)
 # mode (the smallest most frequent value, its last position) and histc (data range, given
 # range, values outside, the top edge): decompositions in backend/decompositions.py
 # (mode on the cuda target: its count-then-select rows are nested reductions in one fused
