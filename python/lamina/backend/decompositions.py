@@ -4,8 +4,9 @@ fixes where its reference differs from eager.
     linspace (integer dtype): eager converts start and end to the result's dtype first
         (4.3 -> 4) and steps in double; torch's reference keeps them as given and steps in
         the default float dtype, so its values differ (OpInfo's linspace.tensor_overload)
-    addbmm, angle, mode, histc, pdist, grid_sampler_3d (grid_sampling.py): not in torch's
-        table (ATen kernels); composed of ops lamina compiles
+    addbmm, angle, mode, histc, histogram (bins as a count), nonzero_static, pdist,
+        grid_sampler_3d (grid_sampling.py): not in torch's table (ATen kernels); composed of
+        ops lamina compiles
 """
 from __future__ import annotations
 
@@ -94,6 +95,71 @@ def _histc(x, bins=100, min=0, max=0):
     return torch.zeros(bins, dtype=x.dtype, device=x.device).scatter_add(0, position, inside.to(x.dtype))
 
 
+def _histogram(x, bins=100, *, range=None, weight=None, density=False):
+    """torch.histogram(x, bins: int) as ATen's histogramdd kernel: edges linspace(lo, hi,
+    bins + 1) over the given range or the data's (an empty range widened by 0.5 each way, as
+    numpy), each value's bin interpolated, then corrected by a search among the edges next
+    to it (ATen's LINEAR_INTERPOLATION_WITH_LOCAL_SEARCH: the bins agree with the edges it
+    returns), the top edge in the last bin, values outside ignored; weights summed instead of
+    ones; density: (hist / hist.sum()) / the bins' widths."""
+    flat = x.reshape(-1)
+    if range is not None:
+        lo = torch.full((), float(range[0]), dtype=x.dtype, device=x.device)
+        hi = torch.full((), float(range[1]), dtype=x.dtype, device=x.device)
+    elif flat.numel() > 0:
+        lo, hi = flat.amin(), flat.amax()
+    else:
+        lo = hi = torch.zeros((), dtype=x.dtype, device=x.device)
+    same = lo == hi
+    lo, hi = torch.where(same, lo - 0.5, lo), torch.where(same, hi + 0.5, hi)
+    edges = _edges(lo, hi, bins, x.dtype, x.device)
+    inside = (flat >= lo) & (flat <= hi)
+    position = ((flat - lo) * bins / (hi - lo)).to(torch.int64).clamp(0, bins)
+    first = (position - 1).clamp(min=0)
+    count = torch.zeros_like(position)
+    for k in (-1, 0, 1):   # (upper_bound over edges[first:min(position + 2, bins + 1)])
+        index = position + k
+        valid = (index >= first) & (index <= bins)
+        count = count + (valid & (edges[index.clamp(0, bins)] <= flat)).to(torch.int64)
+    position = first + count - 1
+    position = torch.where(position == bins, bins - 1, position).clamp(0, bins - 1)
+    position = torch.where(inside, position, 0)
+    amounts = inside.to(x.dtype) if weight is None else torch.where(inside, weight.reshape(-1).to(x.dtype), 0)
+    hist = torch.zeros(bins, dtype=x.dtype, device=x.device).scatter_add(0, position, amounts)
+    if density:
+        hist = hist / hist.sum() / (edges[1:] - edges[:-1])
+    return hist, edges
+
+
+def _edges(lo, hi, bins: int, dtype, device):
+    """linspace(lo, hi, bins + 1) for 0-d tensor ends, as ATen's kernel steps: from lo in the
+    first half, back from hi in the second."""
+    i = torch.arange(bins + 1, device=device)
+    step = (hi - lo) / bins
+    half = (bins + 1) // 2
+    return torch.where(i < half, lo + step * i.to(dtype), hi - step * (bins - i).to(dtype))
+
+
+def _nonzero_static(x, *, size, fill_value=-1):
+    """The first `size` indices of x's nonzero elements in row-major order ([size, x.dim()]),
+    the rows past their count `fill_value`: each nonzero's rank among them (a cumsum) is its
+    row; the others (and those past `size`) write a row sliced off at the end."""
+    dims = list(x.shape)
+    flat = (x != 0).reshape(-1)
+    rank = flat.to(torch.int64).cumsum(0) - 1
+    row = torch.where(flat & (rank < size), rank, size)
+    ids = torch.arange(flat.numel(), device=x.device)
+    coords, stride = [], 1
+    for d in reversed(dims):
+        coords.append((ids // stride) % d)
+        stride *= d
+    coords = torch.stack(list(reversed(coords)), dim=1) if dims else torch.zeros(flat.numel(), 0, dtype=torch.int64,
+                                                                                 device=x.device)
+    out = torch.full((size + 1, len(dims)), fill_value, dtype=torch.int64, device=x.device)
+    out = out.index_put((row,), coords)
+    return out[:size]
+
+
 def _pdist(x, p=2.0):
     """The p-norm distances of x's rows i < j, in row-major order of the pairs."""
     n = x.shape[0]
@@ -103,6 +169,8 @@ def _pdist(x, p=2.0):
 
 _OVERRIDES = {
     aten.grid_sampler_3d.default: grid_sampler_3d,
+    aten.histogram.bin_ct: _histogram,
+    aten.nonzero_static.default: _nonzero_static,
     aten._pdist_forward.default: _pdist,
     aten.mode.default: _mode,
     aten.histc.default: _histc,

@@ -18,6 +18,7 @@ import lamina.backend  # noqa: E402
 from lamina import dialect  # noqa: E402
 from lamina.codegen.cuda.gpu_mapping import GPU_CODEGEN, default_mapping, static_tiles  # noqa: E402
 from lamina.codegen.cuda.gpu_reductions import default_row_threads  # noqa: E402
+from lamina.codegen.cuda.gpu_row_segments import segment_shape  # noqa: E402
 from lamina.codegen.cuda.nvvm_lower import nvvm_kernels  # noqa: E402
 from lamina.codegen.cuda.nvvm_runtime import binaries, host_launches  # noqa: E402
 from lamina.importer import import_graph  # noqa: E402
@@ -105,6 +106,11 @@ def test_row_threads_divide_the_row():
     assert default_row_threads(1009) == 256   # a prime row: chunks of two sizes
     # bf16 rows: a 16-byte vector (8 elements) per thread
     assert default_row_threads(1024, 8) == 128 and default_row_threads(4096, 8) == 256
+    # rows longer than a vector per thread are segmented as [S, T, V]; a chunk of one vector
+    # (already side by side) or a row the segments do not divide is not
+    assert segment_shape(4096, 256, 4) == [4, 256, 4] and segment_shape(3000, 250, 4) == [3, 250, 4]
+    assert segment_shape(8192, 256, 8) == [4, 256, 8] and segment_shape(1024, 256, 4) is None
+    assert segment_shape(1009, 256, 4) is None and segment_shape(2048, 256, 8) is None
 
 
 def test_decisions_set_in_the_ir_win():

@@ -269,6 +269,14 @@ case("grid_sample[3d]", lambda x, gr: tuple(F.grid_sample(x, gr, mode=m, padding
 # kernel, which the Triton emitter does not split yet: it falls back there, reported)
 case("histc", lambda x: (torch.histc(x, 7), torch.histc(x, 4, min=0.5, max=2), torch.histc(x[:, :1] * 0 + 1, 3)),
      randint(0, 4, 5, 9, seed=5).float())
+# histogram (ATen's interpolation + local search among the edges: counts equal to eager's;
+# data range, given range, weights with density, a one-point range widened by 0.5) and
+# nonzero_static (row-major indices, padded with fill_value, truncated to size)
+case("histogram", lambda x, w: (*torch.histogram(x, 6), *torch.histogram(x, 5, range=(-1.0, 1.0)),
+                                *torch.histogram(x, 4, weight=w, density=True), *torch.histogram(x * 0 + 2, 3)),
+     randn(5, 7), pos(5, 7, seed=1))
+case("nonzero_static", lambda x: (torch.nonzero_static(x > 0.3, size=6), torch.nonzero_static(x > 0.3, size=40, fill_value=-7),
+                                  torch.nonzero_static(x.reshape(5, 7, 1) > 0, size=12)), randn(5, 7))
 # pdist (the upper triangle's pairs: triu_indices, a constant table) for several p, one row
 case("pdist_triangles", lambda x: (F.pdist(x), F.pdist(x, 1), F.pdist(x, float("inf")), F.pdist(x[:1]),
                                    torch.triu_indices(4, 5, 1), torch.tril_indices(3, 3, -1)), randn(6, 5, seed=7))
