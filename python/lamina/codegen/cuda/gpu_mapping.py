@@ -34,8 +34,8 @@ from __future__ import annotations
 from mlir import ir, passmanager
 
 from ...lowering.kernel_abi import kernel_functions
-from ...lowering.vector_math import expand_small_powers
 from ...lowering.tiling import _loop_kinds, _try_vectorize_each, _unshare_inits
+from ...lowering.vector_math import expand_small_powers
 from ...transforms.common import ANY_OP, apply_transform_script, transform_script, visit_ops
 from ...transforms.registry import register_pass
 from ..cpu import _identity_layout, copies_to_loops
@@ -594,7 +594,7 @@ def _segment_long_rows(func_op) -> list[int] | None:
         trial = func_op.operation.clone(ip=ir.InsertionPoint(trial_module.body))
         try:
             segment_rows(trial.opview if hasattr(trial, "opview") else trial, n, segments)
-        except ValueError:
+        except Exception:   # (not segmented entirely, or a pass failed on the copy)
             return None
     segment_rows(func_op, n, segments)
     reshaped_outputs_to_views(func_op)
