@@ -5,8 +5,8 @@ fixes where its reference differs from eager.
         (4.3 -> 4) and steps in double; torch's reference keeps them as given and steps in
         the default float dtype, so its values differ (OpInfo's linspace.tensor_overload)
     addbmm, angle, mode, histc, histogram (bins as a count), nonzero_static, pdist,
-        grid_sampler_3d (grid_sampling.py): not in torch's table (ATen kernels); composed of
-        ops lamina compiles
+        grid_sampler_3d (grid_sampling.py), _embedding_bag_backward (dense): not in torch's
+        table (ATen kernels); composed of ops lamina compiles
 """
 from __future__ import annotations
 
@@ -160,6 +160,46 @@ def _nonzero_static(x, *, size, fill_value=-1):
     return out[:size]
 
 
+def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+                            scale_grad_by_freq, mode, sparse, per_sample_weights=None, padding_idx=-1):
+    """The dense weight gradient of embedding_bag as ATen's CPU kernels compute it from the
+    forward's bookkeeping (importer/indexing.py fills it the same way): sum / mean: row
+    indices[i] += grad[offset2bag[i]] * scale, scale = per_sample_weights[i] (or 1) / a
+    count (by frequency: ATen's, see below) / bag_size (mean), padding rows left out;
+    max: row maximum_indices[b, d] += grad[b, d] for the non-empty bags."""
+    if sparse:
+        return aten._embedding_bag_sparse_backward(grad, indices, offsets, offset2bag, bag_size, num_weights,
+                                                   scale_grad_by_freq, mode, per_sample_weights, padding_idx)
+    dim = grad.shape[1]
+    out = torch.zeros(num_weights, dim, dtype=grad.dtype, device=grad.device)
+    if mode == 2:
+        filled = (bag_size > 0).reshape(-1, 1)
+        rows = torch.where(filled, maximum_indices, 0)
+        return out.scatter_add(0, rows, torch.where(filled, grad, 0))
+    indices = indices.to(torch.int64)
+    if offset2bag.numel() != indices.numel():   # (ATen's forward leaves it empty on some paths)
+        positions = torch.arange(indices.numel(), device=grad.device)
+        offset2bag = (torch.searchsorted(offsets.to(torch.int64), positions, right=True) - 1).clamp(min=0)
+    ones = torch.ones(indices.shape[0], dtype=grad.dtype, device=grad.device)
+    scale = ones if per_sample_weights is None else per_sample_weights.to(grad.dtype)
+    if scale_grad_by_freq:
+        # ATen divides the r-th distinct index's rows by counts[sorted_indices[r]] (the count
+        # at the r-th *sorted position*, its loop's run counter indexing the sorted array):
+        # right for the first distinct index, another index's count for the others; eager's
+        # gradients are that, so these are too
+        counts = torch.zeros(num_weights, dtype=grad.dtype, device=grad.device).index_add(0, indices, ones)
+        ordered, order = torch.sort(indices, stable=True)
+        first = torch.cat([torch.ones(1, dtype=torch.bool, device=grad.device), ordered[1:] != ordered[:-1]])
+        run = torch.zeros_like(indices).scatter(0, order, torch.cumsum(first.to(torch.int64), 0) - 1)
+        scale = scale / counts[ordered[run]]
+    if mode == 1:
+        size = bag_size[offset2bag].to(grad.dtype)
+        scale = torch.where(size != 0, scale / size, scale)
+    if padding_idx >= 0:
+        scale = torch.where(indices != padding_idx, scale, 0)
+    return out.index_add(0, indices, grad[offset2bag] * scale.reshape(-1, 1))
+
+
 def _pdist(x, p=2.0):
     """The p-norm distances of x's rows i < j, in row-major order of the pairs."""
     n = x.shape[0]
@@ -169,6 +209,7 @@ def _pdist(x, p=2.0):
 
 _OVERRIDES = {
     aten.grid_sampler_3d.default: grid_sampler_3d,
+    aten._embedding_bag_backward.default: _embedding_bag_backward,
     aten.histogram.bin_ct: _histogram,
     aten.nonzero_static.default: _nonzero_static,
     aten._pdist_forward.default: _pdist,

@@ -424,12 +424,6 @@ def _masked_scatter(imp, node, a):
 # ---- embedding_bag ---------------------------------------------------------------------------
 
 def _embedding_bag_check(node) -> str | None:
-    import operator
-
-    for u in node.users:
-        if u.target is not operator.getitem or u.args[1] != 0:
-            return ("embedding_bag whose offset2bag / bag_size / max_indices are used (their values "
-                    "are ATen's bookkeeping for the backward: not supported yet)")
     for arg in node.args[:3]:
         v = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if isinstance(v, torch.Tensor) and any(not isinstance(s, int) for s in v.shape):
@@ -445,16 +439,22 @@ def _embedding_bag(imp, node, a):
     """out[b] = sum / mean / max over the bag's rows weight[indices[i]] (times per-sample
     weights), bag(i) = #{offsets[j] <= i} - 1, rows at padding_idx left out: one
     lamina.scatter (add or max) into [bags * D] in the order of i, as ATen's CPU loop.
-    Empty bags give 0. (The other three outputs are not produced: see the check.)"""
+    Empty bags give 0. The other three outputs are ATen's bookkeeping for the backward
+    (backend/decompositions.py's _embedding_bag_backward reads them), as its CPU kernel
+    fills them: offset2bag = bag(i); bag_size = the bag's rows without padding (mean, max;
+    0 for sum); max_indices = the index of the first row holding each max (0 for an empty
+    bag; for sum and mean zeros of the shape the meta kernel gives)."""
     w, idx, offsets = a.weight, a.indices, a.offsets
     want = T.element_type(str(elem(w)))
     et = T.widened(want)
     vocab, dim = shape(w)
     n = shape(idx)[0]
     bags = shape(offsets)[0] - (1 if a.include_last_offset else 0)
-    if bags <= 0 or n == 0 or dim == 0:
-        return constant(0, want, [max(bags, 0), dim]), None, None, None
     i64 = _elem_i64()
+    metas = node.meta["val"]
+    zeros_like_meta = lambda k: constant(0, i64, list(metas[k].shape))   # noqa: E731
+    if bags <= 0 or n == 0 or dim == 0:
+        return constant(0, want, [max(bags, 0), dim]), zeros_like_meta(1), zeros_like_meta(2), zeros_like_meta(3)
     starts = ops.slice(offsets, dim=0, start=0, end=bags, step=1) if bags != shape(offsets)[0] else offsets
     starts = ops.reshape(cast(starts, i64), result_type=T.tensor_type([1, bags], i64))
     pos = ops.reshape(ops.iota(result_type=T.tensor_type([n], i64)), result_type=T.tensor_type([n, 1], i64))
@@ -472,16 +472,45 @@ def _embedding_bag(imp, node, a):
     keep2 = None if keep is None else ops.reshape(keep, result_type=T.tensor_type([n, 1], T.element_type("i1")))
     ones = constant(1.0, et, [n]) if keep is None else cast(keep, et)
     count = _scatter_flat(constant(0.0, et, [bags]), bag, ones, "add")   # rows per bag (padding left out)
+    max_indices = zeros_like_meta(3)
     if mode == 2:   # max
         fill = constant(-math.inf, et)
         updates = rows if keep2 is None else ops.where(keep2, rows, fill)
         out = _scatter_flat(constant(-math.inf, et, [bags * dim]), flat, updates, "max")
+        max_indices = _first_max_indices(out, rows, flat, idx, keep2, n, bags, dim)
     else:
         updates = rows if keep2 is None else ops.where(keep2, rows, constant(0.0, et))
         out = _scatter_flat(constant(0.0, et, [bags * dim]), flat, updates, "add")
     out = ops.reshape(out, result_type=T.tensor_type([bags, dim], et))
+    bag_size = zeros_like_meta(2)
+    if mode in (1, 2) and list(metas[2].shape) in ([bags], [bags + 1]):
+        bag_size = cast(count, i64)
+        if list(metas[2].shape) == [bags + 1]:   # (include_last_offset: ATen keeps offsets' length)
+            bag_size = ops.concat(bag_size, constant(0, i64, [1]), dim=0)
     count = ops.reshape(count, result_type=T.tensor_type([bags, 1], et))
     if mode == 1:
         out = ops.div(out, ops.maximum(count, constant(1.0, et)))
     out = ops.where(ops.gt(count, constant(0.0, et)), out, constant(0.0, et))
-    return cast(out, want), None, None, None
+    offset2bag = bag if list(metas[1].shape) == [n] else zeros_like_meta(1)
+    return cast(out, want), offset2bag, bag_size, max_indices
+
+
+def _first_max_indices(best, rows, flat, idx, keep2, n: int, bags: int, dim: int):
+    """max_indices[b, d] = indices[i] of the first i of bag b whose row holds the bag's max
+    in column d (ATen's loop replaces it only on a strictly greater value), 0 for an empty
+    bag: the positions where the row equals the max, their minimum per (b, d) by a scatter,
+    then the index there."""
+    i64 = _elem_i64()
+    best_at = ops.reshape(ops.index_select(best, ops.reshape(flat, result_type=T.tensor_type([n * dim], i64)), dim=0),
+                          result_type=T.tensor_type([n, dim], elem(rows)))
+    holds = ops.eq(rows, best_at)
+    if keep2 is not None:
+        holds = ops.logical_and(holds, keep2)
+    position = ops.broadcast_to(ops.reshape(ops.iota(result_type=T.tensor_type([n], i64)),
+                                            result_type=T.tensor_type([n, 1], i64)),
+                                result_type=T.tensor_type([n, dim], i64))
+    candidate = ops.where(holds, position, constant(n, _I64))
+    first = _scatter_flat(constant(n, i64, [bags * dim]), flat, candidate, "min")
+    found = ops.lt(first, constant(n, _I64))
+    picked = ops.index_select(cast(idx, i64), ops.minimum(first, constant(n - 1, _I64)), dim=0)
+    return ops.reshape(ops.where(found, picked, constant(0, _I64)), result_type=T.tensor_type([bags, dim], i64))

@@ -103,6 +103,35 @@ def test_embedding_bag(kwargs):
     assert lamina_backend.last_report()["fallback_ops"] == []
 
 
+@pytest.mark.parametrize("kwargs", [dict(mode="sum", scale_grad_by_freq=True), dict(mode="mean", padding_idx=4),
+                                    dict(mode="max"), dict(mode="sum", include_last_offset=True, padding_idx=2),
+                                    dict(mode="mean", scale_grad_by_freq=True, padding_idx=4),
+                                    dict(mode="sum", per_sample_weights=True), dict(mode="mean", include_last_offset=True),
+                                    dict(mode="max", include_last_offset=True, padding_idx=5)],
+                         ids=["sum_freq", "mean_padding", "max", "last_offset_padding", "mean_freq_padding",
+                              "per_sample_weights", "mean_last_offset", "max_last_offset_padding"])
+def test_embedding_bag_backward(kwargs):
+    """The weight gradient (backend/decompositions.py's _embedding_bag_backward from the
+    forward's offset2bag / bag_size / max_indices, importer/indexing.py), eager's to the
+    bit where it is exact: ties in max (the first row wins), an empty bag, a repeated
+    index, and ATen's frequency scaling (each distinct index scaled by the count found at
+    its rank in the sorted indices)."""
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 2])
+    offsets = torch.tensor([0, 3, 3, 5, 9]) if kwargs.get("include_last_offset") else torch.tensor([0, 3, 3, 5])
+    w0 = torch.randn(10, 4, generator=torch.Generator().manual_seed(3))
+    w0[2, 1] = w0[9, 1] = 5.0
+    psw = torch.rand(9, generator=torch.Generator().manual_seed(4)) if kwargs.pop("per_sample_weights", False) else None
+
+    def fn(w, i, o, p):
+        out = torch.nn.functional.embedding_bag(i, w, o, per_sample_weights=p, **kwargs)
+        return (out * torch.arange(1.0, 5.0)).sum()
+    got, want = w0.clone().requires_grad_(), w0.clone().requires_grad_()
+    torch._dynamo.reset()
+    torch.compile(fn, backend="lamina", options={"strict": True})(got, idx, offsets, psw).backward()
+    fn(want, idx, offsets, psw).backward()
+    torch.testing.assert_close(got.grad, want.grad)
+
+
 def test_embedding_bag_2d_input():
     fn = lambda i: torch.nn.functional.embedding_bag(i, _W, mode="mean")   # noqa: E731
     i = torch.tensor([[1, 2, 4], [5, 4, 3]])
