@@ -243,3 +243,29 @@ def test_nan_and_inf_through_rows_on_the_gpu():
     x[2, 7] = float("inf")
     for got, want in zip(_compiled(f)(x), f(x)):
         torch.testing.assert_close(got, want, equal_nan=True)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_segmented_rows_on_the_gpu(dtype):
+    """Rows long enough to be segmented ([S, T, V] per row): softmax and layer norm with a
+    weight of the row's length, rows of 4096 (warp-multiple threads, shuffles) and 3000
+    (250 threads: the compensated combine), at a storage offset (the launcher's aligned
+    copy); every kernel on NVVM."""
+    torch._dynamo.reset()
+    F = torch.nn.functional
+
+    def f(x, w, b):
+        return torch.softmax(x, -1), F.layer_norm(x, x.shape[-1:], w, b)
+
+    for n in (4096, 3000):
+        base = torch.randn(8 * n + 1, device="cuda").to(dtype)
+        x = base[1:].view(8, n) * 4 + 1
+        w, b = torch.randn(n, device="cuda").to(dtype), torch.randn(n, device="cuda").to(dtype)
+        before = len(lamina.backend.reports())
+        got = _compiled(f)(x, w, b)
+        tol = dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else dict(rtol=1e-4, atol=1e-5)
+        for g, want in zip(got, f(x, w, b)):
+            assert g.dtype == dtype
+            torch.testing.assert_close(g.float(), want.float(), **tol)
+        assert set(_records(before)[-1]["gpu_codegen"].values()) == {"nvvm"}
