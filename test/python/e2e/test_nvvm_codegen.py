@@ -252,13 +252,13 @@ def test_segmented_rows_on_the_gpu(dtype):
     weight of the row's length, rows of 4096 (warp-multiple threads, shuffles) and 3000
     (250 threads: the compensated combine), at a storage offset (the launcher's aligned
     copy); every kernel on NVVM."""
-    torch._dynamo.reset()
     F = torch.nn.functional
 
     def f(x, w, b):
         return torch.softmax(x, -1), F.layer_norm(x, x.shape[-1:], w, b)
 
     for n in (4096, 3000):
+        torch._dynamo.reset()   # (a second shape would recompile with symbolic sizes: Triton's)
         base = torch.randn(8 * n + 1, device="cuda").to(dtype)
         x = base[1:].view(8, n) * 4 + 1
         w, b = torch.randn(n, device="cuda").to(dtype), torch.randn(n, device="cuda").to(dtype)
