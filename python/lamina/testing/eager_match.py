@@ -19,3 +19,20 @@ def assert_strict_compile_matches_eager(fn, x, rtol: float = 1e-5, atol: float =
         assert o.dtype == r.dtype and o.shape == r.shape
         torch.testing.assert_close(o, r, equal_nan=True, rtol=rtol, atol=atol)
     assert lamina_backend.last_report()["fallback_ops"] == []
+
+
+def assert_gradients_match_eager(model, x, compiled, rtol: float = 1e-3, atol: float = 1e-4):
+    """`compiled(model)(x).sum()`'s gradients (the parameters' and x's) against eager's;
+    x is made to require grad. Returns the compiled loss and eager's, for callers that
+    compare them too."""
+    x.requires_grad_(True)
+    expected = model(x).sum()
+    expected.backward()
+    want = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+    model.zero_grad()
+    x.grad = None
+    actual = compiled(model)(x).sum()
+    actual.backward()
+    for got, w in zip([p.grad for p in model.parameters()] + [x.grad], want):
+        torch.testing.assert_close(got, w, rtol=rtol, atol=atol)
+    return actual, expected
