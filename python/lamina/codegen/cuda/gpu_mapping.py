@@ -596,10 +596,22 @@ def _segment_long_rows(func_op) -> list[int] | None:
             segment_rows(trial.opview if hasattr(trial, "opview") else trial, n, segments)
         except Exception:   # (not segmented entirely, or a pass failed on the copy)
             return None
-    segment_rows(func_op, n, segments)
+        _adopt_body(func_op, trial)
     reshaped_outputs_to_views(func_op)
     _set_row_threads(func_op, threads)   # (the propagation rebuilt the ops)
     return segments
+
+
+def _adopt_body(func_op, other) -> None:
+    """Replace func_op's body by the ops of `other`, a function of the same signature (the
+    rewritten copy), instead of rewriting func_op a second time."""
+    mine, theirs = func_op.regions[0].blocks[0], other.regions[0].blocks[0]
+    for ours, its in zip(mine.arguments, theirs.arguments):
+        its.replace_all_uses_with(ours)
+    for op in reversed(list(mine.operations)):
+        op.operation.erase()
+    for op in list(theirs.operations):
+        mine.append(op.operation)
 
 
 def _vectorize_thread_tiles(func_op, dump: bool) -> bool:

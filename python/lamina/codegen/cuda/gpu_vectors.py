@@ -26,13 +26,6 @@ def element_bytes(t: ir.Type) -> int:
     return max(1, (width or 32) // 8)
 
 
-def vector_elements(ops) -> int:
-    """Elements per 128-bit access of the widest element type the ops read or write."""
-    widest = max((element_bytes(v.type) for op in ops for v in list(op.operands) + list(op.results)
-                  if isinstance(v.type, ir.ShapedType)), default=4)
-    return max(1, 16 // widest)
-
-
 def argument_vector_elements(func_op) -> int:
     """Elements per 128-bit access of the widest element type among the kernel's
     (memref) arguments: what a thread moves from and to memory at a time."""

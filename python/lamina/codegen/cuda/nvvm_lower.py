@@ -193,13 +193,8 @@ def _mark_noalias(module: ir.Module, pointers: dict[tuple[str, str], list[int]])
 
 
 def _calls_libdevice(module: ir.Module) -> bool:
-    for op in module.body.operations:
-        if op.operation.name != "gpu.module":
-            continue
-        for inner in op.regions[0].blocks[0].operations:
-            if inner.operation.name == "llvm.func" and ir.StringAttr(inner.attributes["sym_name"]).value.startswith("__nv_"):
-                return True
-    return False
+    return any(ir.StringAttr(fn.attributes["sym_name"]).value.startswith("__nv_")
+               for _, fn in _gpu_funcs(module, "llvm.func"))
 
 
 def _run(module: ir.Module, pipeline: str) -> None:
