@@ -28,7 +28,7 @@ from ..codegen.target import supported_devices, target_devices, target_for_devic
 from ..importer import LaminaOperatorSupport, import_graph, source_line, unsupported_nodes
 from ..pipeline import compile_module
 from . import report, rng
-from .index_bounds import index_checks, with_index_checks
+from .input_checks import input_checks, with_input_checks
 from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaInputError, LaminaUnsupportedError
 from .options import Options
 
@@ -309,7 +309,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     name = f"graph_{next(_graph_ids)}_{kind}"
     if options.target is None:   # the target of the device the inputs live on
         options = dataclasses.replace(options, target=target_for_devices(_input_devices(example_inputs)))
-    checks = index_checks(gm)   # (on the graph's own inputs, before the seed input joins them)
+    checks = input_checks(gm)   # (on the graph's own inputs, before the seed input joins them)
     # random ops read a seed input the returned callable draws from torch's generator (rng.py)
     rng_device = next(iter(sorted(_input_devices(example_inputs))), "cpu")
     gm, example_inputs, needs_seed = rng.add_seed_input(gm, example_inputs, rng_device)
@@ -341,7 +341,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     entry["fallback_ops"] = sorted(set(entry["fallback_ops"]))
     report.record(entry, options.report)
     runnable = _with_effect_tokens(runnable, _effect_token_inputs(gm), rng_device)
-    return with_index_checks(rng.seeded(runnable, rng_device) if needs_seed else runnable, checks)
+    return with_input_checks(rng.seeded(runnable, rng_device) if needs_seed else runnable, checks)
 
 
 def _effect_token_inputs(gm: torch.fx.GraphModule) -> list[int]:

@@ -27,6 +27,16 @@ class IndexCheck:
     error: type                # eager's exception type
     message: str               # eager's message ({value}, {size} filled in)
 
+    def __call__(self, args) -> None:
+        idx = args[self.arg]
+        if idx.device.type != "cpu" or idx.numel() == 0:
+            return
+        lo, hi = (int(v) for v in torch.aminmax(idx))
+        if lo < (-self.size if self.negatives else 0):
+            raise self.error(self.message.format(value=lo, size=self.size))
+        if hi >= self.size:
+            raise self.error(self.message.format(value=hi, size=self.size))
+
 
 _OUT_OF_BOUNDS = "index {value} is out of bounds for dimension {dim} with size {size}"
 
@@ -72,24 +82,3 @@ def index_checks(gm: torch.fx.GraphModule) -> list[IndexCheck]:
             if isinstance(size, int):
                 checks.append(IndexCheck(position[index], size, negatives, error, message))
     return list(dict.fromkeys(checks))
-
-
-def with_index_checks(fn, checks: list[IndexCheck]):
-    """`fn` checking its index inputs first (see the module's docstring)."""
-    if not checks:
-        return fn
-
-    def checked(*args):
-        for c in checks:
-            idx = args[c.arg]
-            if idx.device.type != "cpu" or idx.numel() == 0:
-                continue
-            lo, hi = (int(v) for v in torch.aminmax(idx))
-            if lo < (-c.size if c.negatives else 0):
-                raise c.error(c.message.format(value=lo, size=c.size))
-            if hi >= c.size:
-                raise c.error(c.message.format(value=hi, size=c.size))
-        return fn(*args)
-
-    checked.compiled_graph = getattr(fn, "compiled_graph", None)
-    return checked

@@ -1,6 +1,7 @@
-"""Out-of-range indices given to a compiled graph raise eager's exception and message
-(backend/index_bounds.py), in-range ones (negative ones where eager takes them) compute as
-eager does; strict, no fallback."""
+"""Out-of-range indices (backend/index_bounds.py) and integer division by zero
+(backend/divisor_checks.py) given to a compiled graph raise eager's exception and message;
+in-range ones (negative indices where eager takes them) compute as eager does; strict, no
+fallback."""
 from __future__ import annotations
 
 import pytest
@@ -60,3 +61,45 @@ def test_indices_computed_in_the_graph_are_not_checked_per_call():
     f = _compiled(fn)
     y = torch.randn(5, 3)
     torch.testing.assert_close(f(X, y), fn(X, y))
+
+
+A = torch.tensor([[7, -7, 0], [5, -9, 8]])
+DIVISION_CASES = [
+    ("floor_divide", lambda a, b: a // b),
+    ("div_trunc", lambda a, b: torch.div(a, b, rounding_mode="trunc") + 1),
+    ("remainder", lambda a, b: a % b),
+    ("fmod", lambda a, b: torch.fmod(a, b)),
+    ("scalar_remainder", lambda a, b: 7 % b + a),
+    ("divisor_view", lambda a, b: a.int() // b.view(1, 3)),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, id=i) for i, f in DIVISION_CASES])
+def test_integer_division_by_zero_raises_as_eager(fn):
+    """backend/divisor_checks.py: a zero divisor among the inputs raises eager's error."""
+    f = _compiled(fn)
+    good = torch.tensor([3, -2, 5])
+    torch.testing.assert_close(f(A, good), fn(A, good))
+    assert lamina_backend.last_report()["fallback_ops"] == []
+    bad = torch.tensor([3, 0, 5])
+    expected = _eager_error(fn, A, bad)
+    with pytest.raises(type(expected)) as got:
+        f(A, bad)
+    assert str(got.value) == str(expected) == "ZeroDivisionError"
+    torch.testing.assert_close(f(A, good), fn(A, good))
+
+
+def test_division_checks_follow_eager_exactly():
+    """A literal 0 divisor raises; an empty quotient and a float division do not."""
+    from lamina.backend.divisor_checks import divisor_checks
+
+    literal = _compiled(lambda a: a // 0 + 1)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        literal(A)
+    empty = _compiled(lambda a, b: a // b)
+    zeros = torch.zeros(3, dtype=torch.int64)
+    torch.testing.assert_close(empty(A[:0], zeros), A[:0] // zeros)
+    true_div = _compiled(lambda a, b: a / b)
+    torch.testing.assert_close(true_div(A, zeros), A / zeros, equal_nan=True)
+    narrowed = torch.fx.symbolic_trace(lambda a, b: a // b.to(torch.int8))   # 256 -> 0: not the input's zeros
+    assert divisor_checks(narrowed) == []
