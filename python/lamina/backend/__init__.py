@@ -88,6 +88,9 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
             from .compile_fx import compile_fx
 
             return compile_fx(inference, example_inputs, opts, kind="inference")
+    from .autograd_rewrites import decompose_for_autograd
+
+    gm = decompose_for_autograd(gm)
     backend = aot_autograd(fw_compiler=_fx_compiler("forward", opts), bw_compiler=_fx_compiler("backward", opts),
                            decompositions=decompositions)
     try:
