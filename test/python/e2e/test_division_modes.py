@@ -44,6 +44,17 @@ def test_matches_eager(fn, dtype):
     assert lamina_backend.last_report()["fallback_ops"] == []
 
 
+def test_reduced_precision_scalars():
+    """0-d bf16/f16 floor division (its copysign(0, q) crashed LLVM's x86 backend in bf16)."""
+    fn = lambda a, b: (torch.div(a, b, rounding_mode="floor"), a % b, torch.div(-a, b, rounding_mode="floor") * 0)   # noqa: E731
+    for dtype in (torch.bfloat16, torch.float16):
+        a, b = torch.tensor(2.5, dtype=dtype), torch.tensor(-1.25, dtype=dtype)
+        torch._dynamo.reset()
+        for got, want in zip(torch.compile(fn, backend="lamina", options={"strict": True})(a, b), fn(a, b)):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+            assert torch.signbit(got) == torch.signbit(want)
+
+
 def test_int_remainder_by_float_scalar_promotes():
     fn = lambda a: a % 2.5   # noqa: E731
     torch._dynamo.reset()
@@ -52,11 +63,15 @@ def test_int_remainder_by_float_scalar_promotes():
 
 
 def test_integer_division_by_zero_and_overflow_do_not_crash():
-    """Eager raises ZeroDivisionError (and dies of SIGFPE on INT_MIN // -1); lamina gives 0
-    for a zero divisor and the wrapped quotient for INT_MIN / -1, and the process lives."""
+    """Eager raises ZeroDivisionError (and dies of SIGFPE on INT_MIN // -1); a zero divisor
+    computed in the graph (the inputs' are checked: test_input_checks.py) gives 0, INT_MIN / -1
+    the wrapped quotient, and the process lives."""
     a = torch.tensor([7, -7, torch.iinfo(torch.int64).min, torch.iinfo(torch.int64).min])
     b = torch.tensor([0, 0, -1, 1])
-    fn = lambda a, b: (torch.div(a, b, rounding_mode="trunc"), a // b, a % b, torch.fmod(a, b))   # noqa: E731
+
+    def fn(a, b):
+        b = b * 1   # (computed: not one of the checked inputs)
+        return torch.div(a, b, rounding_mode="trunc"), a // b, a % b, torch.fmod(a, b)
     torch._dynamo.reset()
     q, f, r, m = torch.compile(fn, backend="lamina", options={"strict": True})(a, b)
     imin = torch.iinfo(torch.int64).min
