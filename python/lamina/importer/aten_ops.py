@@ -187,9 +187,18 @@ def reshape(v: ir.Value, tt: ir.Type) -> ir.Value:
 def binary(op: str, a, b) -> ir.Value:
     if not isinstance(a, ir.Value) and not isinstance(b, ir.Value):
         a = scalar_constant(a)
+    tensor = a if isinstance(a, ir.Value) and not isinstance(b, ir.Value) else \
+        b if isinstance(b, ir.Value) and not isinstance(a, ir.Value) else None
     a = as_value(a, b if isinstance(b, ir.Value) else None)
     b = as_value(b, a)
-    return getattr(ops, op)(a, b)
+    out = getattr(ops, op)(a, b)
+    if tensor is not None and rank(tensor) == 0 and str(elem(tensor)) in ("f16", "bf16") \
+            and str(elem(out)) == "f32":
+        # a 0-d f16/bf16 tensor and a Python float: computed in f32 with the scalar
+        # unrounded, as eager's kernels do, and rounded once to the tensor's type (the
+        # f32 constant, rank 0 like the tensor, would otherwise decide the result type)
+        out = cast(out, elem(tensor))
+    return out
 
 
 def norm_dims(dims, r: int) -> list:

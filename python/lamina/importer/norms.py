@@ -110,7 +110,10 @@ def _train(node, a, running):
 def _batch_norm_functional(imp, node, a):
     if not a.training:
         y = _eval(node, a)
-        return (y, _empty_stat(node, 1), _empty_stat(node, 2), a.running_mean, a.running_var)
+        # (the running stats come back unchanged, in the dtype torch's meta gives them: f32
+        # for bf16 ones on the CPU)
+        return (y, _empty_stat(node, 1), _empty_stat(node, 2), _stat_out(a.running_mean, node, 3),
+                _stat_out(a.running_var, node, 4))
     return _train(node, a, running=True)
 
 

@@ -92,3 +92,29 @@ def test_layer_norm_statistics(dtype):
     torch.testing.assert_close(out, ref, rtol=2e-2, atol=2e-2)
     out.float().sum().backward()
     assert x.grad is not None and torch.isfinite(x.grad.float()).all()
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_zero_dim_tensors_and_python_scalars(dtype):
+    """A 0-d f16/bf16 tensor with a Python float stays f16/bf16 (computed in f32 with the
+    scalar unrounded, as eager's kernels do); batch norm in eval form (functionalized: it returns
+    the running statistics, in the dtype torch's meta gives them, f32)."""
+    g = torch.Generator().manual_seed(3)
+    a, b, c = (torch.randn((), generator=g).to(dtype) for _ in range(3))
+    x = torch.randn(3, 2, 4, generator=g).to(dtype)
+    w, bias, mean = (torch.randn(2, generator=g).to(dtype) for _ in range(3))
+    var = torch.rand(2, generator=g).to(dtype) + 0.5
+
+    def fn(a, b, c, x, w, bias, mean, var):
+        return (torch.addcdiv(a, b, c, value=3.14), a * 0.1 + 2.5, x * a - 1.5,
+                torch.ops.aten._native_batch_norm_legit(x, w, bias, mean, var, False, 0.1, 1e-5)[0])
+
+    torch._dynamo.reset()
+    args = (a, b, c, x, w, bias, mean, var)
+    got = torch.compile(fn, backend="lamina", options={"strict": True})(*args)
+    reference = fn(*(t.float() for t in args))
+    for out, want, ref in zip(got, fn(*args), reference):
+        assert out.dtype == want.dtype and out.shape == want.shape
+        ulp = ref.abs().max().item() * (2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11)
+        lamina_err, eager_err = ((t.float() - ref).abs().max().item() for t in (out, want))
+        assert lamina_err <= 1.25 * eager_err + ulp, (lamina_err, eager_err)
