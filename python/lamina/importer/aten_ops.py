@@ -196,8 +196,11 @@ def binary(op: str, a, b) -> ir.Value:
             and str(elem(out)) == "f32":
         # a 0-d f16/bf16 tensor and a Python float: computed in f32 with the scalar
         # unrounded, as eager's kernels do, and rounded once to the tensor's type (the
-        # f32 constant, rank 0 like the tensor, would otherwise decide the result type)
+        # f32 constant, rank 0 like the tensor, would otherwise decide the result type).
+        # Marked as lamina-widen-low-precision's own roundings: in a chain, the next op
+        # reads the f32 value
         out = cast(out, elem(tensor))
+        out.owner.attributes["lamina.rounding"] = ir.UnitAttr.get()
     return out
 
 

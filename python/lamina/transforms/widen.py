@@ -26,6 +26,8 @@ cast pair around it. Kept as they are, reading rounded values:
 A rounded copy (`lamina.rounding` cast) is made for every widened value that something
 other than a widened op of the same kernel reads: other kernels, the graph's results,
 matmuls, casts, comparisons. Unused rounded copies are erased.
+A `lamina.rounding` cast the importer made (an f32 op computing an f16/bf16 result, as a
+0-d bf16 tensor times a Python float) is such a rounded copy too.
 An op whose kernel label is missing (constants) is never widened; nor is an op whose
 widened result type would not be the f32 form of its own (then it stays as it was).
 """
@@ -79,7 +81,23 @@ def widen_function(func_op) -> int:
     count = 0
     for op in lamina_ops(func_op):
         name = op.name.removeprefix("lamina.")
-        if name not in _WIDEN or KERNEL_ATTR not in op.attributes or not _is_low(op.results[0].type):
+        if name == "cast" and ROUNDING_ATTR in op.attributes and KERNEL_ATTR in op.attributes \
+                and _is_low(op.results[0].type) and op.operands[0].type == _as_f32(op.results[0].type):
+            # a rounding the importer made (an f32 computation of an f16/bf16 result): the
+            # kernel's widened ops read the value before it
+            wide[(op.results[0], int(ir.IntegerAttr(op.attributes[KERNEL_ATTR]).value))] = op.operands[0]
+            rounded.append(op.results[0])
+            continue
+        if name not in _WIDEN or KERNEL_ATTR not in op.attributes:
+            continue
+        if not _is_low(op.results[0].type):
+            if op.results[0].type == _as_f32(op.results[0].type) and name not in _DATA_MOVEMENT:
+                # an f32 op reading rounded values of its kernel (a 0-d bf16 tensor times a
+                # Python float) reads them unrounded, as the widened ops do
+                label = int(ir.IntegerAttr(op.attributes[KERNEL_ATTR]).value)
+                for i, v in enumerate(op.operands):
+                    if (v, label) in wide and wide[(v, label)].type == _as_f32(v.type):
+                        op.operands[i] = wide[(v, label)]
             continue
         kernel = op.attributes[KERNEL_ATTR]
         label = int(ir.IntegerAttr(kernel).value)
