@@ -49,3 +49,24 @@ func.func @f32_untouched(%x: tensor<4xf32>) -> tensor<4xf32> attributes {lamina.
   %0 = "lamina.exp"(%x) {lamina.kernel = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A rounding the importer made (a 0-d bf16 tensor times a Python float: an f32 op, then a
+// lamina.rounding cast) is a rounded copy: the f32 op reads the widened quotient, the add
+// reads the unrounded product, and the unused roundings go.
+// CHECK-LABEL: func.func @importer_roundings
+// CHECK: %[[Q:.*]] = "lamina.div"({{.*}}) {lamina.kernel = 0 : i64, lamina.widened} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK: %[[P:.*]] = "lamina.mul"(%[[Q]], %{{.*}}) {lamina.kernel = 0 : i64} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK: %[[S:.*]] = "lamina.add"(%{{.*}}, %[[P]]) {lamina.kernel = 0 : i64, lamina.widened}
+// CHECK: %[[R:.*]] = "lamina.cast"(%[[S]]) {lamina.kernel = 0 : i64, lamina.rounding} : (tensor<f32>) -> tensor<bf16>
+// CHECK-NOT: lamina.cast
+// CHECK: return %[[R]]
+func.func @importer_roundings(%a: tensor<bf16>, %b: tensor<bf16>, %c: tensor<bf16>) -> tensor<bf16> attributes {lamina.graph} {
+  %0 = "lamina.div"(%b, %c) {lamina.kernel = 0 : i64} : (tensor<bf16>, tensor<bf16>) -> tensor<bf16>
+  %k = "lamina.constant"() {value = dense<3.14> : tensor<f32>} : () -> tensor<f32>
+  %1 = "lamina.mul"(%0, %k) {lamina.kernel = 0 : i64} : (tensor<bf16>, tensor<f32>) -> tensor<f32>
+  %2 = "lamina.cast"(%1) {lamina.kernel = 0 : i64, lamina.rounding} : (tensor<f32>) -> tensor<bf16>
+  %3 = "lamina.add"(%a, %2) {lamina.kernel = 0 : i64} : (tensor<bf16>, tensor<bf16>) -> tensor<bf16>
+  return %3 : tensor<bf16>
+}
