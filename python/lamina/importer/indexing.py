@@ -149,14 +149,30 @@ def _iota_offsets(flat, dims, sizes, strides):
     return flat
 
 
+def _mask_put_check(x, indices, values) -> str | None:
+    """A boolean mask index: x[mask] = values with the mask the only index (None before it)."""
+    given = [d for d, t in enumerate(indices) if t is not None]
+    mask = indices[given[0]]
+    p, m = given[0], mask.dim()
+    if len(given) != 1 or any(not isinstance(s, int) for s in mask.shape) or tuple(mask.shape) != tuple(x.shape[p:p + m]):
+        return "index_put with a boolean mask among other indices (data-dependent positions)"
+    if not isinstance(values, torch.Tensor) or values.dim() > x.dim() - m + 1 \
+            or any(not isinstance(s, int) for s in values.shape):
+        return "index_put with a boolean mask and values of another rank"
+    return None
+
+
 def _index_put_check(node) -> str | None:
     x = node.args[0].meta.get("val")
     if any(not isinstance(s, int) for s in x.shape):
         return "index_put with symbolic sizes (not supported yet)"
-    for t in node.args[1]:
-        v = None if t is None else t.meta.get("val")
-        if v is not None and v.dtype in (torch.bool, torch.uint8):
-            return "index_put with a boolean mask index (data-dependent positions)"
+    indices = [None if t is None else t.meta.get("val") for t in node.args[1]]
+    if any(v is not None and v.dtype in (torch.bool, torch.uint8) for v in indices):
+        bad = _mask_put_check(x, indices, node.args[2].meta.get("val") if isinstance(node.args[2], torch.fx.Node) else None)
+        if bad or (x.dtype == torch.bool and len(node.args) > 3 and node.args[3]):
+            return bad or "index_put accumulating bools"
+        return None
+    for v in indices:
         if v is not None and any(not isinstance(s, int) for s in v.shape):
             return "index_put with symbolic index sizes (not supported yet)"
     if x.dtype == torch.bool and len(node.args) > 3 and node.args[3]:
@@ -164,8 +180,47 @@ def _index_put_check(node) -> str | None:
     return None
 
 
+def _mask_put(x, p: int, mask, values, accumulate: bool):
+    """x[(:,) * p + (mask,)] = values (+= with accumulate), with no data-dependent shape: the
+    mask's k-th True (row-major, the order of eager's nonzero) takes the values' k-th row
+    along the selected dim (k = cumsum(mask) - 1; values of size 1 there broadcast), and
+    a where keeps x elsewhere. (Eager raises when the count of Trues does not match the
+    values; lamina's gather clamps k: a read inside the values.)"""
+    from .scans import inclusive_cumsum
+
+    xs, ms = shape(x), shape(mask)
+    m, post = len(ms), shape(x)[p + len(shape(mask)):]
+    count = math.prod(ms)
+    if math.prod(xs) == 0:
+        return x
+    if str(elem(mask)) != "i1":   # (a uint8 mask)
+        mask = ops.ne(mask, constant(0, elem(mask)))
+    values = cast(values, elem(x))
+    region = [1] * (p + 1 + len(post) - rank(values)) + shape(values)   # values over pre + [K] + post
+    values = ops.reshape(values, result_type=T.tensor_type(region, elem(x)))
+    k_size = region[p]
+    if k_size == 1:   # one row for every True: broadcast it over the mask's dims
+        taken = ops.reshape(values, result_type=T.tensor_type(region[:p] + [1] * m + region[p + 1:], elem(x)))
+    else:
+        full = xs[:p] + [k_size] + post
+        if region != full:
+            values = ops.broadcast_to(values, result_type=T.tensor_type(full, elem(x)))
+        flat_mask = ops.reshape(mask, result_type=T.tensor_type([count], elem(mask)))
+        k = ops.sub(inclusive_cumsum(cast(flat_mask, _elem_i64())), constant(1, _I64))
+        taken = ops.index_select(values, _wrapped(k, k_size), dim=p)   # pre + [count] + post
+        taken = ops.reshape(taken, result_type=T.tensor_type(xs, elem(x)))
+    if shape(taken) != xs:
+        taken = ops.broadcast_to(taken, result_type=T.tensor_type(xs, elem(x)))
+    mask = ops.reshape(mask, result_type=T.tensor_type([1] * p + ms + [1] * len(post), elem(mask)))
+    mask = ops.broadcast_to(mask, result_type=T.tensor_type(xs, elem(mask))) if shape(mask) != xs else mask
+    return ops.where(mask, ops.add(x, taken) if accumulate else taken, x)
+
+
 @register("aten.index_put.default", check=_index_put_check)
 def _index_put(imp, node, a):
+    given = [(d, t) for d, t in enumerate(node.args[1]) if t is not None]
+    if len(given) == 1 and given[0][1].meta["val"].dtype in (torch.bool, torch.uint8):
+        return _mask_put(a.self, given[0][0], a.indices[given[0][0]], a["values"], bool(a.accumulate))
     x, indices, positions, perm = _indexed_dims(a.self, a.indices)
     if not positions:
         return x

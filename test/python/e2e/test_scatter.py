@@ -1,5 +1,5 @@
 """The scatter family, strict, against eager: index_put (accumulate, several index tensors,
-non-adjacent, broadcast values, x[i] = v), scatter (src, value, reduce), scatter_add,
+non-adjacent, broadcast values, x[i] = v, boolean masks), scatter (src, value, reduce), scatter_add,
 scatter_reduce (sum, prod, mean, amax, amin; include_self both ways), duplicate positions,
 negative dims, int values, and the backward of indexing (index_put with accumulate)."""
 from __future__ import annotations
@@ -15,6 +15,8 @@ XI = torch.randint(-9, 9, (5, 6, 4), generator=G)
 I = torch.tensor([0, 3, 3, -1])          # a duplicate and a negative index
 IU = torch.tensor([4, 0, 2])             # unique (index_put without accumulate)
 V = torch.randn(4, 6, 4, generator=G)
+M = torch.tensor([True, False, True, False, True])                 # 3 Trues
+M2 = torch.tensor([False, True, False, False, True, False])        # 2 Trues
 IDX = torch.randint(0, 5, (3, 6, 4), generator=G)     # dim 0 positions, duplicates
 SRC = torch.randn(4, 6, 4, generator=G)              # larger than IDX: only its leading block is read
 SRCI = torch.randint(-9, 9, (4, 6, 4), generator=G)
@@ -28,6 +30,12 @@ CASES = [
     ("setitem_scalar", lambda x: _setitem(x, (slice(None), IU), 7.0), X),
     ("setitem_broadcast_values", lambda x: _setitem(x, (IU,), torch.arange(4.0)), X),
     ("index_put_int", lambda x: torch.index_put(x, (I,), XI[:4], accumulate=True), XI),
+    # boolean masks (importer/indexing.py _mask_put: the k-th True takes the values' k-th row)
+    ("setitem_mask_scalar", lambda x: _setitem(x, (x < 0,), 0.0), X),
+    ("setitem_mask_rows", lambda x: _setitem(x, (x[:, 0, 0] > 0,), torch.arange(24.0).view(6, 4)), X),
+    ("index_put_mask_k_rows", lambda x: torch.index_put(x, (M,), V[:3]), X),
+    ("setitem_mask_after_slice", lambda x: _setitem(x, (slice(None), M2), -x[:, :2, :1]), X),
+    ("index_put_mask_accumulate_int", lambda x: torch.index_put(x, (XI[..., 0] > 0,), XI[0, 0], accumulate=True), XI),
     ("scatter_src", lambda x: torch.scatter(x, 0, IDX, SRC), X),
     ("scatter_value_neg_dim", lambda x: torch.scatter(x, -1, IDX.clamp(max=3), 2.5), X),
     ("scatter_reduce_add", lambda x: torch.scatter(x, 0, IDX, SRC, reduce="add"), X),
