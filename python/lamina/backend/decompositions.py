@@ -19,6 +19,24 @@ from .grid_sampling import grid_sampler_3d
 aten = torch.ops.aten
 
 
+def _rounded(value, dtype) -> float:
+    """A Python number rounded to f16/bf16 as c10 converts it (to float, then to nearest
+    even), without making a tensor (this runs while AOTAutograd traces)."""
+    import numpy as np
+
+    if dtype == torch.float64:
+        return float(value)
+    with np.errstate(over="ignore"):
+        f = np.float32(value)
+    if dtype == torch.float32:
+        return float(f)
+    if dtype == torch.float16 or not np.isfinite(f):
+        return float(np.float16(f)) if dtype == torch.float16 else float(f)
+    bits = int(f.view(np.uint32))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return float(np.uint32(bits).view(np.float32))
+
+
 def _linspace(start, end, steps, *, dtype=None, layout=torch.strided, device=None, pin_memory=False):
     from torch._refs import linspace
 
@@ -28,7 +46,31 @@ def _linspace(start, end, steps, *, dtype=None, layout=torch.strided, device=Non
         end = end.to(dtype) if isinstance(end, torch.Tensor) else int(end)
         return linspace(start, end, steps, dtype=torch.float64, layout=layout, device=device,
                         pin_memory=pin_memory).to(dtype)
+    if dtype in (torch.float16, torch.bfloat16):
+        # ATen: start and end in dtype, the steps in f32 (the op math type), rounded once
+        start, end = (v.to(dtype).float() if isinstance(v, torch.Tensor) else _rounded(v, dtype)
+                      for v in (start, end))
+        return linspace(start, end, steps, dtype=torch.float32, layout=layout, device=device,
+                        pin_memory=pin_memory).to(dtype)
     return linspace(start, end, steps, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory)
+
+
+def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=torch.strided, device=None, pin_memory=False):
+    """ATen's CPU kernel: start and end in dtype, their difference rounded to dtype, the
+    exponents and the power in double, rounded once (torch's reference computes in dtype)."""
+    from torch._refs import logspace
+
+    want = dtype or torch.get_default_dtype()
+    if want not in (torch.float16, torch.bfloat16, torch.float32, torch.float64) \
+            or isinstance(start, torch.Tensor) or isinstance(end, torch.Tensor):
+        return logspace(start, end, steps, base, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory)
+    s, e = _rounded(start, want), _rounded(end, want)
+    if steps <= 1:
+        return torch.full((steps,), float(base) ** float(start), dtype=torch.float64, device=device).to(want)   # (unrounded)
+    step = _rounded(e - s, want) / (steps - 1)
+    i = torch.arange(steps, dtype=torch.float64, device=device)
+    exponents = torch.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i))
+    return torch.pow(float(base), exponents).to(want)
 
 
 def _addbmm(self, batch1, batch2, *, beta=1, alpha=1):
@@ -218,6 +260,7 @@ _OVERRIDES = {
     aten.addbmm.default: _addbmm,
     aten.angle.default: _angle,
     aten.linspace.default: _linspace,
+    aten.logspace.default: _logspace,
     aten.linspace.Tensor_Tensor: _linspace,
     aten.linspace.Tensor_Scalar: _linspace,
     aten.linspace.Scalar_Tensor: _linspace,

@@ -1,6 +1,6 @@
 """Factory ops where torch's reference decomposition differs from eager and lamina's table
 (lamina.backend.decompositions) follows eager: integer linspace (start and end truncated to
-the dtype, steps in double)."""
+the dtype, steps in double), f16/bf16 linspace and logspace."""
 from __future__ import annotations
 
 import pytest
@@ -22,3 +22,23 @@ def test_integer_linspace_tensor_bounds():
     s, e = torch.tensor(4.3), torch.tensor(-3.0)
     torch._dynamo.reset()
     assert torch.equal(torch.compile(fn, backend="lamina", options={"strict": True})(s, e), fn(s, e))
+
+
+def test_reduced_precision_linspace_and_logspace():
+    """f16/bf16 linspace: start and end rounded to the dtype, the steps in f32, rounded once
+    (eager's kernel steps in the dtype itself, by vector-width chunks: lamina is as close to
+    the exact values as eager, not bit-equal); logspace (every float dtype): exponents and
+    powers in double, as ATen's CPU kernel: bit-equal to eager."""
+    def fn(s):
+        return (torch.logspace(4.3, -3, 21, dtype=torch.bfloat16), torch.logspace(-1.3, 2.2, 9, 3.0),
+                torch.logspace(0.7, 1.9, 5, 2.0, dtype=torch.float64), torch.logspace(4.3, 0, 1, dtype=torch.float16),
+                torch.linspace(4.3, -3, 50, dtype=torch.bfloat16), torch.linspace(-2.1, 7.7, 13, dtype=torch.float16), s)
+
+    torch._dynamo.reset()
+    s = torch.tensor(1.0)
+    got, want = torch.compile(fn, backend="lamina", options={"strict": True})(s), fn(s)
+    for g, w in zip(got[:4], want[:4]):
+        assert g.dtype == w.dtype and torch.equal(g, w), (g, w)
+    for g, w, (a, b, n, dtype) in zip(got[4:6], want[4:6], [(4.3, -3, 50, torch.bfloat16), (-2.1, 7.7, 13, torch.float16)]):
+        exact = torch.linspace(float(torch.tensor(a, dtype=dtype)), float(torch.tensor(b, dtype=dtype)), n, dtype=torch.float64)
+        assert g.dtype == dtype and (g.double() - exact).abs().max() <= (w.double() - exact).abs().max()
