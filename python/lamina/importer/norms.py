@@ -5,7 +5,8 @@ linalg_vector_norm:
 
     p = 2: sqrt(sum(x^2))   p = 1: sum(|x|)   p = inf / -inf: max / min of |x|
     p = 0: count of non-zeros   other p: sum(|x|^p)^(1/p)
-computed in the result's float type (`dtype` when given), over `dim` (all when None).
+computed in the result's float type (`dtype` when given; f16/bf16 in f32, rounded once), over
+`dim` (all when None).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .aten_ops import cast, constant, meta_type, norm_dims, rank, register
 @register("aten.linalg_vector_norm.default")
 def _vector_norm(imp, node, a):
     want = meta_type(node)
-    et = want.element_type
+    et = T.widened(want.element_type)   # f16/bf16 accumulate in f32 (and p, 1/p unrounded), as eager
     x = cast(a.self, et)
     p = float(a.ord) if a.ord is not None else 2.0
     if rank(x) == 0:
@@ -29,6 +30,7 @@ def _vector_norm(imp, node, a):
     keep = bool(a.keepdim)
 
     def finish(v):
+        v = cast(v, want.element_type)
         return v if v.type == want else ops.reshape(v, result_type=want)
 
     if p == 0.0:

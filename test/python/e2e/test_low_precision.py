@@ -37,8 +37,12 @@ def _sin2_cos2(x, w, b):
     return torch.sin(x) ** 2 + torch.cos(x) ** 2 + w * 1e-2
 
 
+def _p_norm(x, w, b):   # (1/p unrounded: an exponent rounded to bf16 is off by 5 ulps)
+    return torch.linalg.vector_norm(x, 0.9, dim=-1) + torch.linalg.vector_norm(x * w, 3.5)
+
+
 CHAINS = {"layer_norm": _layer_norm, "rms_norm": _rms_norm, "gelu_bias": _gelu_bias,
-          "softmax_chain": _softmax_chain, "sin2_cos2": _sin2_cos2}
+          "softmax_chain": _softmax_chain, "sin2_cos2": _sin2_cos2, "p_norm": _p_norm}
 
 
 def _inputs(n, d, seed):
