@@ -586,13 +586,9 @@ def constant_from_tensor(t: torch.Tensor) -> ir.Value:
     if flat.numel() > 0 and bool((flat == flat[0]).all()):
         return ops.constant(value=ir.DenseElementsAttr.get_splat(tt, _scalar_attr(flat[0].item(), et)),
                             result_type=tt)
-    if t.dtype == torch.bfloat16:
-        raise ValueError("non-splat bf16 constants are not supported")
-    arr = t.numpy()
-    if t.dtype == torch.bool:
-        attr = ir.DenseElementsAttr.get(arr, type=et, shape=list(t.shape))
-    else:
-        attr = ir.DenseElementsAttr.get(arr, type=et, shape=list(t.shape))
+    # (numpy has no bf16: its bits as int16, which the attribute takes with the bf16 type)
+    arr = t.view(torch.int16).numpy() if t.dtype == torch.bfloat16 else t.numpy()
+    attr = ir.DenseElementsAttr.get(arr, type=et, shape=list(t.shape))
     return ops.constant(value=attr, result_type=tt)
 
 

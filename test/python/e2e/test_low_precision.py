@@ -41,8 +41,12 @@ def _p_norm(x, w, b):   # (1/p unrounded: an exponent rounded to bf16 is off by 
     return torch.linalg.vector_norm(x, 0.9, dim=-1) + torch.linalg.vector_norm(x * w, 3.5)
 
 
+def _literal(x, w, b):   # a non-splat f16/bf16 tensor literal (a constant of the graph)
+    return x * torch.tensor([0.5, -1.25, 2.0, 3.5] * 64, dtype=x.dtype) + b
+
+
 CHAINS = {"layer_norm": _layer_norm, "rms_norm": _rms_norm, "gelu_bias": _gelu_bias,
-          "softmax_chain": _softmax_chain, "sin2_cos2": _sin2_cos2, "p_norm": _p_norm}
+          "softmax_chain": _softmax_chain, "sin2_cos2": _sin2_cos2, "p_norm": _p_norm, "literal": _literal}
 
 
 def _inputs(n, d, seed):
