@@ -21,7 +21,7 @@ f32), with eager's values at the special points (poles, +-0, +-inf, NaN):
     hypot(x, y)  m sqrt(1 + (n / m)^2) (no overflow), inf wins over NaN
     copysign, signbit   the sign from x < 0 or 1 / x < 0 (-0.0); NaN counts as positive
     ldexp(x, e)  x * 2^e
-    nextafter(x, y)   x's bits (lamina.bitcast) one step towards y; f32 and f64
+    nextafter(x, y)   x's bits (lamina.bitcast) one step towards y; every float dtype
     frexp(x)     mantissa and exponent from x's bits (subnormals scaled up first)
 """
 from __future__ import annotations
@@ -446,8 +446,8 @@ def _ldexp(imp, node, a):
 
 def _nextafter_check(node):
     val = node.meta.get("val")
-    if val is not None and str(val.dtype) not in ("torch.float32", "torch.float64"):
-        return f"nextafter of {val.dtype} (lamina steps float32 and float64)"
+    if val is not None and not val.dtype.is_floating_point:
+        return f"nextafter of {val.dtype}"
     return None
 
 
@@ -464,15 +464,17 @@ def _nextafter(imp, node, a):
         x = ops.broadcast_to(x, result_type=want)
     if T.dims_of(y.type) != shape:
         y = ops.broadcast_to(y, result_type=want)
-    width = 32 if str(et) == "f32" else 64
+    width = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[str(et)]
     it = T.element_type(f"i{width}")
     bits = ops.bitcast(x, result_type=T.with_element_type(want, it))
     zero = _c(0.0, et)
     away = ops.eq(ops.gt(x, zero), ops.gt(y, x))   # (x > 0 and y > x) or (x < 0 and y < x)
     step = ops.where(away, constant(1, it), constant(-1, it))
     stepped = ops.bitcast(ops.add(bits, step), result_type=want)
-    tiny = 2.0 ** (-149 if width == 32 else -1074)
-    from_zero = ops.where(ops.gt(y, zero), _c(tiny, et), _c(-tiny, et))
+    # +-the smallest subnormal from its bits (1 and the sign bit + 1): no float literal to flush
+    sign = -(1 << (width - 1))
+    from_zero = ops.bitcast(ops.where(ops.gt(y, zero), constant(1, it), constant(sign + 1, it)),
+                            result_type=want)
     r = ops.where(ops.eq(x, zero), from_zero, stepped)
     r = ops.where(ops.eq(x, y), y, r)
     return ops.where(ops.logical_or(ops.ne(x, x), ops.ne(y, y)), ops.add(x, y), r)

@@ -127,11 +127,15 @@ def test_hurwitz_zeta_matches_eager(dtype):
                                equal_nan=True, **tol)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16],
+                         ids=["f32", "f64", "bf16", "f16"])
 def test_nextafter_steps_the_bits_as_eager(dtype):
     """nextafter (lamina.bitcast of x, one step up or down): +-0 to the smallest subnormal with
     y's sign, x == y gives y (-0.0 too), infinities to the largest finite, NaN in NaN out;
     bit-equal to eager, broadcasting."""
+    if dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1" and os.environ.get("LAMINA_TARGET") == "cuda":
+        pytest.skip("Triton's interpreter flushes bf16 subnormals to zero when it stores them")
+    bits = {torch.float32: torch.int32, torch.float64: torch.int64}.get(dtype, torch.int16)
     inf, nan = math.inf, math.nan
     x = torch.tensor([0.0, -0.0, 1.0, -1.0, 1.0, -1.0, inf, -inf, inf, nan, 1.0, 3.4e38, -3.4e38, 1e-45, -1e-45,
                       1e-40, 2.0, 0.5, 5.0, 0.0], dtype=dtype)
@@ -140,8 +144,7 @@ def test_nextafter_steps_the_bits_as_eager(dtype):
     torch._dynamo.reset()
     nextafter = torch.compile(torch.nextafter, backend="lamina", options={"strict": True})
     out, want = nextafter(x, y), torch.nextafter(x, y)
-    assert torch.equal(out.view(torch.int32 if dtype == torch.float32 else torch.int64).masked_fill(want.isnan(), 0),
-                       want.view(torch.int32 if dtype == torch.float32 else torch.int64).masked_fill(want.isnan(), 0))
+    assert torch.equal(out.view(bits).masked_fill(want.isnan(), 0), want.view(bits).masked_fill(want.isnan(), 0))
     assert torch.equal(out.isnan(), want.isnan())
     a, b = torch.randn(6, 1, generator=_G, dtype=dtype), torch.randn(1, 5, generator=_G, dtype=dtype)
     assert torch.equal(nextafter(a, b), torch.nextafter(a, b))
