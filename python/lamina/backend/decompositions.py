@@ -242,6 +242,17 @@ def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximu
     return out.index_add(0, indices, grad[offset2bag] * scale.reshape(-1, 1))
 
 
+def _embedding_renorm(weight, indices, max_norm: float, norm_type: float):
+    """F.embedding's max_norm (functionalized embedding_renorm_): each row the indices name
+    whose norm exceeds max_norm scaled by max_norm / (norm + 1e-7), as ATen's kernel; a row
+    named twice is written twice with the same values."""
+    flat = indices.reshape(-1)
+    rows = weight[flat]
+    norms = torch.linalg.vector_norm(rows, norm_type, dim=1, keepdim=True)
+    scale = torch.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    return weight.index_put((flat,), rows * scale)
+
+
 def _pdist(x, p=2.0):
     """The p-norm distances of x's rows i < j, in row-major order of the pairs."""
     n = x.shape[0]
@@ -255,6 +266,7 @@ _OVERRIDES = {
     aten.histogram.bin_ct: _histogram,
     aten.nonzero_static.default: _nonzero_static,
     aten._pdist_forward.default: _pdist,
+    aten.embedding_renorm.default: _embedding_renorm,
     aten.mode.default: _mode,
     aten.histc.default: _histc,
     aten.addbmm.default: _addbmm,

@@ -137,3 +137,20 @@ def test_embedding_bag_2d_input():
     i = torch.tensor([[1, 2, 4], [5, 4, 3]])
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(fn, backend="lamina", options={"strict": True})(i), fn(i))
+
+
+def test_embedding_max_norm_renormalizes_the_weight():
+    """nn.Embedding(max_norm=...) rescales the rows it reads, in the module's weight, as eager
+    (embedding_renorm: backend/decompositions.py); the lookup reads the rescaled rows."""
+    torch.manual_seed(0)
+    m = torch.nn.Embedding(10, 4, max_norm=1.0, norm_type=3.0)
+    with torch.no_grad():
+        m.weight.mul_(3)
+    ref = torch.nn.Embedding(10, 4, max_norm=1.0, norm_type=3.0)
+    ref.load_state_dict(m.state_dict())
+    idx = torch.tensor([[1, 2, 2], [9, 0, 1]])
+    torch._dynamo.reset()
+    out = torch.compile(m, backend="lamina", options={"strict": True})(idx)
+    torch.testing.assert_close(out, ref(idx))
+    torch.testing.assert_close(m.weight, ref.weight)
+    assert lamina_backend.last_report()["fallback_ops"] == []
