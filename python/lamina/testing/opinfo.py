@@ -91,6 +91,33 @@ def _same_values_at(name, sample, got_idx, want_idx) -> bool:
     return bool(((a == b) | (a.isnan() & b.isnan())).all()) if a.is_floating_point() else bool((a == b).all())
 
 
+def _float64_reference(fn, tensors):
+    """fn on the sample's floating inputs in float64 (a tuple of results), None when it fails."""
+    try:
+        out = fn(*(t.double() if t.is_floating_point() else t for t in tensors))
+    except Exception:  # noqa: BLE001
+        return None
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _as_close_as_eager(got, eager, reference) -> bool:
+    """got's largest error against reference is at most 1.25x eager's plus one ulp of the
+    largest magnitude (NaNs where eager has them)."""
+    if not isinstance(reference, torch.Tensor) or got.shape != eager.shape or got.shape != reference.shape:
+        return False
+    g, e, r = got.double(), eager.double(), reference.double()
+    if not torch.equal(g.isnan(), e.isnan()):
+        return False
+    finite = r.isfinite() & ~e.isnan()
+    if not torch.equal(g[~finite & ~e.isnan()], e[~finite & ~e.isnan()]):
+        return False
+    if not finite.any():
+        return True
+    ulp = r[finite].abs().max().item() * (2.0 ** -8 if eager.dtype == torch.bfloat16 else 2.0 ** -11)
+    err = lambda t: (t[finite] - r[finite]).abs().max().item()   # noqa: E731
+    return err(g) <= 1.25 * err(e) + ulp
+
+
 def _run_one(name, opinfo, sample) -> OpResult:
     import lamina.backend as lb
 
@@ -129,12 +156,23 @@ def _run_one(name, opinfo, sample) -> OpResult:
         return OpResult(name, "unclaimed", ", ".join(fallback) + (f" ({'; '.join(reasons)})" if reasons else ""))
     exp = expected if isinstance(expected, (tuple, list)) else (expected,)
     out = got if isinstance(got, (tuple, list)) else (got,)
+    reference = None
     try:
         for i, (o, e) in enumerate(zip(out, exp)):
             if opinfo.name in _TIE_DIM_ARG and e.dtype == torch.int64 and not e.is_floating_point():
                 if _same_values_at(opinfo.name, sample, o, e):
                     continue   # other positions of equal values (unspecified among ties)
-            torch.testing.assert_close(o, e, equal_nan=True, check_stride=False, **_tolerance(e))
+            try:
+                torch.testing.assert_close(o, e, equal_nan=True, check_stride=False, **_tolerance(e))
+            except AssertionError:
+                if e.dtype not in (torch.float16, torch.bfloat16):
+                    raise
+                # f16/bf16: eager rounds where it rounds; lamina passes when it is as close
+                # to the float64 result as eager is (up to one unit in the last place)
+                if reference is None:
+                    reference = _float64_reference(fn, tensors)
+                if reference is None or not _as_close_as_eager(o, e, reference[i]):
+                    raise
     except AssertionError as err:
         shapes = [tuple(t.shape) for t in tensors]
         first = str(err).splitlines()[0] if str(err) else "values differ"
