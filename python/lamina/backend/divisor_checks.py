@@ -55,8 +55,8 @@ def _is_integer(dtype) -> bool:
 def _graph_input(value, position):
     """The graph input whose elements `value` has (zeros where it has zeros), or None."""
     while isinstance(value, torch.fx.Node):
-        if value in position:
-            return position[value]
+        if value in position:   # (a tensor input: a SymInt one is no tensor to check)
+            return position[value] if isinstance(value.meta.get("val"), torch.Tensor) else None
         if value.op != "call_function" or not value.args:
             return None
         target = str(value.target)

@@ -103,3 +103,14 @@ def test_division_checks_follow_eager_exactly():
     torch.testing.assert_close(true_div(A, zeros), A / zeros, equal_nan=True)
     narrowed = torch.fx.symbolic_trace(lambda a, b: a // b.to(torch.int8))   # 256 -> 0: not the input's zeros
     assert divisor_checks(narrowed) == []
+
+
+def test_symbolic_int_divisors_are_not_tensors_to_check():
+    """A SymInt divisor (dynamic shapes: x % n) is a graph input that is no tensor: no check,
+    no crash in the checks."""
+    fn = lambda x, n: (x % n) * 2   # noqa: E731
+    torch._dynamo.reset()
+    x = torch.arange(1, 9)
+    compiled = torch.compile(fn, backend="lamina", dynamic=True)
+    for n in (3, 5):
+        torch.testing.assert_close(compiled(x, n), fn(x, n))
