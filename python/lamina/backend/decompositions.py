@@ -28,10 +28,10 @@ def _rounded(value, dtype) -> float:
         return float(value)
     with np.errstate(over="ignore"):
         f = np.float32(value)
-    if dtype == torch.float32:
+        if dtype == torch.float16:
+            return float(np.float16(f))
+    if dtype == torch.float32 or not np.isfinite(f):
         return float(f)
-    if dtype == torch.float16 or not np.isfinite(f):
-        return float(np.float16(f)) if dtype == torch.float16 else float(f)
     bits = int(f.view(np.uint32))
     bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
     return float(np.uint32(bits).view(np.float32))

@@ -24,6 +24,7 @@ from mlir import ir
 from ..dialect import ops
 from ..dialect import symbols as S
 from ..dialect import types as T
+from ..transforms.widen import ROUNDING_ATTR
 
 aten = torch.ops.aten
 
@@ -200,7 +201,7 @@ def binary(op: str, a, b) -> ir.Value:
         # Marked as lamina-widen-low-precision's own roundings: in a chain, the next op
         # reads the f32 value
         out = cast(out, elem(tensor))
-        out.owner.attributes["lamina.rounding"] = ir.UnitAttr.get()
+        out.owner.attributes[ROUNDING_ATTR] = ir.UnitAttr.get()
     return out
 
 

@@ -180,16 +180,21 @@ def _index_put_check(node) -> str | None:
     return None
 
 
+def _true_ranks(flat_mask):
+    """k at the k-th True of a 1-D mask (row-major, eager's nonzero order): cumsum(mask) - 1."""
+    from .scans import inclusive_cumsum
+
+    return ops.sub(inclusive_cumsum(cast(flat_mask, _elem_i64())), constant(1, _I64))
+
+
 def _mask_put(x, p: int, mask, values, accumulate: bool):
     """x[(:,) * p + (mask,)] = values (+= with accumulate), with no data-dependent shape: the
     mask's k-th True (row-major, the order of eager's nonzero) takes the values' k-th row
     along the selected dim (k = cumsum(mask) - 1; values of size 1 there broadcast), and
     a where keeps x elsewhere. (Eager raises when the count of Trues does not match the
     values; lamina's gather clamps k: a read inside the values.)"""
-    from .scans import inclusive_cumsum
-
     xs, ms = shape(x), shape(mask)
-    m, post = len(ms), shape(x)[p + len(shape(mask)):]
+    m, post = len(ms), xs[p + len(ms):]
     count = math.prod(ms)
     if math.prod(xs) == 0:
         return x
@@ -206,8 +211,7 @@ def _mask_put(x, p: int, mask, values, accumulate: bool):
         if region != full:
             values = ops.broadcast_to(values, result_type=T.tensor_type(full, elem(x)))
         flat_mask = ops.reshape(mask, result_type=T.tensor_type([count], elem(mask)))
-        k = ops.sub(inclusive_cumsum(cast(flat_mask, _elem_i64())), constant(1, _I64))
-        taken = ops.index_select(values, _wrapped(k, k_size), dim=p)   # pre + [count] + post
+        taken = ops.index_select(values, _wrapped(_true_ranks(flat_mask), k_size), dim=p)   # pre + [count] + post
         taken = ops.reshape(taken, result_type=T.tensor_type(xs, elem(x)))
     if shape(taken) != xs:
         taken = ops.broadcast_to(taken, result_type=T.tensor_type(xs, elem(x)))
@@ -459,8 +463,6 @@ def _masked_scatter(imp, node, a):
     """out = x, with the k-th True of mask (row-major, mask broadcast to x) taking
     source.flatten()[k]: k = cumsum(mask) - 1 (a scan), a gather from source, a where.
     (Eager raises when source is too short; lamina's gather clamps: a read inside source.)"""
-    from .scans import inclusive_cumsum
-
     xs = T.dims_of(meta_type(node))   # self and mask broadcast together
     x = a.self if shape(a.self) == xs else ops.broadcast_to(a.self, result_type=T.tensor_type(xs, elem(a.self)))
     n = math.prod(xs)
@@ -469,7 +471,7 @@ def _masked_scatter(imp, node, a):
         return x
     mask = a.mask if shape(a.mask) == xs else ops.broadcast_to(a.mask, result_type=T.tensor_type(xs, elem(a.mask)))
     flat_mask = ops.reshape(mask, result_type=T.tensor_type([n], elem(mask)))
-    k = ops.sub(inclusive_cumsum(cast(flat_mask, _elem_i64())), constant(1, _I64))
+    k = _true_ranks(flat_mask)
     source = ops.reshape(cast(a.source, elem(x)), result_type=T.tensor_type([s], elem(x)))
     taken = ops.index_select(source, _wrapped(k, s), dim=0)
     out = ops.where(flat_mask, taken, ops.reshape(x, result_type=T.tensor_type([n], elem(x))))

@@ -81,26 +81,27 @@ def widen_function(func_op) -> int:
     count = 0
     for op in lamina_ops(func_op):
         name = op.name.removeprefix("lamina.")
-        if name == "cast" and ROUNDING_ATTR in op.attributes and KERNEL_ATTR in op.attributes \
+        if KERNEL_ATTR not in op.attributes:
+            continue
+        kernel = op.attributes[KERNEL_ATTR]
+        label = int(ir.IntegerAttr(kernel).value)
+        if name == "cast" and ROUNDING_ATTR in op.attributes \
                 and _is_low(op.results[0].type) and op.operands[0].type == _as_f32(op.results[0].type):
             # a rounding the importer made (an f32 computation of an f16/bf16 result): the
             # kernel's widened ops read the value before it
-            wide[(op.results[0], int(ir.IntegerAttr(op.attributes[KERNEL_ATTR]).value))] = op.operands[0]
+            wide[(op.results[0], label)] = op.operands[0]
             rounded.append(op.results[0])
             continue
-        if name not in _WIDEN or KERNEL_ATTR not in op.attributes:
+        if name not in _WIDEN:
             continue
         if not _is_low(op.results[0].type):
             if op.results[0].type == _as_f32(op.results[0].type) and name not in _DATA_MOVEMENT:
                 # an f32 op reading rounded values of its kernel (a 0-d bf16 tensor times a
                 # Python float) reads them unrounded, as the widened ops do
-                label = int(ir.IntegerAttr(op.attributes[KERNEL_ATTR]).value)
                 for i, v in enumerate(op.operands):
                     if (v, label) in wide and wide[(v, label)].type == _as_f32(v.type):
                         op.operands[i] = wide[(v, label)]
             continue
-        kernel = op.attributes[KERNEL_ATTR]
-        label = int(ir.IntegerAttr(kernel).value)
         if name in _DATA_MOVEMENT and not any((v, label) in wide for v in op.operands):
             continue  # moves rounded values only: as exact in f16/bf16, and half the bytes
         spec = ops.op_specs()[name]
