@@ -289,6 +289,22 @@ _EXTRA = ("addmv.default", "dist.default", "grid_sampler_2d.default", "permute_c
 
 
 def lamina_decompositions() -> dict:
+    """The decomposition table of every compile (do not mutate it). Built once per set of
+    registered CompositeImplicitAutograd kernels: torch's core table materializes one entry
+    per such op (50-130 ms, on every graph's cold compile before); a custom-op library loaded
+    later adds registrations and so rebuilds it."""
+    import torch
+
+    registered = len(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd"))
+    if _TABLE.get("registered") != registered:
+        _TABLE.update(registered=registered, table=_build_table())
+    return _TABLE["table"]
+
+
+_TABLE: dict = {}
+
+
+def _build_table() -> dict:
     from torch._decomp import core_aten_decompositions, decomposition_table
 
     table = dict(core_aten_decompositions())
