@@ -29,6 +29,7 @@ from ..importer import LaminaOperatorSupport, import_graph, source_line, unsuppo
 from ..pipeline import compile_module
 from . import report, rng
 from .input_checks import input_checks, with_input_checks
+from .runtime_asserts import checking_asserts, hoist_asserts
 from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaInputError, LaminaUnsupportedError
 from .options import Options
 
@@ -310,6 +311,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     if options.target is None:   # the target of the device the inputs live on
         options = dataclasses.replace(options, target=target_for_devices(_input_devices(example_inputs)))
     checks = input_checks(gm)   # (on the graph's own inputs, before the seed input joins them)
+    assert_messages = hoist_asserts(gm)   # (extra outputs, checked after each run)
     # random ops read a seed input the returned callable draws from torch's generator (rng.py)
     rng_device = next(iter(sorted(_input_devices(example_inputs))), "cpu")
     gm, example_inputs, needs_seed = rng.add_seed_input(gm, example_inputs, rng_device)
@@ -340,6 +342,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     entry["compile_s"] = round(time.perf_counter() - t0, 4)
     entry["fallback_ops"] = sorted(set(entry["fallback_ops"]))
     report.record(entry, options.report)
+    runnable = checking_asserts(runnable, assert_messages)
     runnable = _with_effect_tokens(runnable, _effect_token_inputs(gm), rng_device)
     return with_input_checks(rng.seeded(runnable, rng_device) if needs_seed else runnable, checks)
 

@@ -1,5 +1,6 @@
-"""Out-of-range indices (backend/index_bounds.py) and integer division by zero
-(backend/divisor_checks.py) given to a compiled graph raise eager's exception and message;
+"""Out-of-range indices (backend/index_bounds.py), integer division by zero
+(backend/divisor_checks.py) and violated assertions on computed values (runtime_asserts.py)
+given to a compiled graph raise eager's exception and message;
 in-range ones (negative indices where eager takes them) compute as eager does; strict, no
 fallback."""
 from __future__ import annotations
@@ -112,3 +113,31 @@ def test_symbolic_int_divisors_are_not_tensors_to_check():
     compiled = torch.compile(fn, backend="lamina", dynamic=True)
     for n in (3, 5):
         torch.testing.assert_close(compiled(x, n), fn(x, n))
+
+
+def test_assertions_on_computed_values_raise_as_eager():
+    """aten._assert_async in a graph (F.one_hot's class-range checks, torch._assert_async in
+    user code) is checked after each run (backend/runtime_asserts.py): a violated one raises
+    eager's RuntimeError and message (the decomposition prefixes one_hot's with "one_hot: "),
+    inference and training graphs alike."""
+    def one_hot(x, i):
+        return F.one_hot(i, 5) * x[0, 0]
+
+    def user_assert(x, i):
+        torch._assert_async((i < 3).all(), "i must stay below 3")
+        return x[:, :2] * i
+
+    for fn, good, bads in [(one_hot, torch.tensor([0, 4, 2]), [torch.tensor([5]), torch.tensor([-1, 0])]),
+                           (user_assert, torch.tensor([0, 2]), [torch.tensor([1, 3])])]:
+        for x in (X, X.clone().requires_grad_()):
+            f = _compiled(fn)
+            out = f(x, good)
+            torch.testing.assert_close(out, fn(x, good))
+            assert lamina_backend.last_report()["fallback_ops"] == []
+            if x.requires_grad:
+                out.sum().backward()
+            for idx in bads:
+                expected = _eager_error(fn, x, idx)
+                with pytest.raises(RuntimeError) as got:
+                    f(x, idx)
+                assert str(expected) in str(got.value)
