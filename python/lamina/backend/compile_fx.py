@@ -29,6 +29,7 @@ from ..importer import LaminaOperatorSupport, import_graph, source_line, unsuppo
 from ..pipeline import compile_module
 from . import report, rng
 from .input_checks import input_checks, with_input_checks
+from .complex_pairs import to_real_pairs, with_complex_io
 from .runtime_asserts import checking_asserts, hoist_asserts
 from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaInputError, LaminaUnsupportedError
 from .options import Options
@@ -310,6 +311,10 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     name = f"graph_{next(_graph_ids)}_{kind}"
     if options.target is None:   # the target of the device the inputs live on
         options = dataclasses.replace(options, target=target_for_devices(_input_devices(example_inputs)))
+    # complex values as real pairs (complex_pairs.py): the graph lamina compiles is real
+    pairs = to_real_pairs(gm, example_inputs)
+    if pairs is not None:
+        gm, example_inputs, complex_in, complex_out = pairs
     checks = input_checks(gm)   # (on the graph's own inputs, before the seed input joins them)
     assert_messages = hoist_asserts(gm)   # (extra outputs, checked after each run)
     # random ops read a seed input the returned callable draws from torch's generator (rng.py)
@@ -344,7 +349,8 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     report.record(entry, options.report)
     runnable = checking_asserts(runnable, assert_messages)
     runnable = _with_effect_tokens(runnable, _effect_token_inputs(gm), rng_device)
-    return with_input_checks(rng.seeded(runnable, rng_device) if needs_seed else runnable, checks)
+    runnable = with_input_checks(rng.seeded(runnable, rng_device) if needs_seed else runnable, checks)
+    return with_complex_io(runnable, complex_in, complex_out) if pairs is not None else runnable
 
 
 def _effect_token_inputs(gm: torch.fx.GraphModule) -> list[int]:

@@ -21,6 +21,8 @@ def _resolve(callee: str):
     import torch
 
     ns, op, overload = callee.split(".")
+    if ns == "lamina":
+        from ..backend import fft_routines  # noqa: F401 - registers torch.ops.lamina.*
     return getattr(getattr(getattr(torch.ops, ns), op), overload)
 
 

@@ -16,6 +16,7 @@ import json
 
 import torch
 
+from ..backend import fft_routines  # noqa: F401 - registers torch.ops.lamina.* (its CALLEES)
 from ..dialect import ops
 from ..dialect.library_callees import CALLEES
 from .aten_ops import meta_type, register, schema_arguments
@@ -73,8 +74,8 @@ def _call(imp, node, a):
             operands.append(imp.values[value])
         else:
             arguments[arg.name] = list(value) if isinstance(value, tuple) else value
-    callee = str(node.target)   # "aten.linalg_qr.default"
-    callee = callee if callee.startswith("aten.") else f"aten.{callee}"
+    callee = str(node.target)   # "aten.linalg_qr.default", "lamina.fft_r2c.default"
+    callee = callee if callee.count(".") == 2 else f"aten.{callee}"
     build = getattr(ops, f"library_call{len(operands)}")
     text = json.dumps(arguments, sort_keys=False)
     val = node.meta["val"]
