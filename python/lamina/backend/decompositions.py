@@ -260,7 +260,27 @@ def _pdist(x, p=2.0):
     return torch.linalg.vector_norm(x[i] - x[j], ord=p, dim=-1)
 
 
+def _as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """input.clone() with src copied into its as_strided(size, stride, storage_offset) view,
+    as ATen does: the clone keeps a dense input's layout (else it is contiguous), and the
+    view's offsets count in that layout's storage order. One index_put of the flattened
+    storage (positions offset + sum(i_k * stride_k)); src broadcast to `size`, cast."""
+    order = list(range(input.dim()))
+    if not input.is_contiguous() and all(isinstance(s, int) for s in input.stride()) \
+            and torch._prims_common.is_non_overlapping_and_dense_or_false(input):
+        order = sorted(order, key=lambda d: -input.stride(d))
+    stored = input.permute(order)
+    positions = torch.full([], 0 if storage_offset is None else storage_offset, dtype=torch.int64, device=input.device)
+    for k, (n, st) in enumerate(zip(size, stride)):
+        positions = positions + (torch.arange(n, device=input.device) * st).view([-1] + [1] * (len(size) - k - 1))
+    values = src.to(input.dtype).expand(list(size))
+    flat = stored.reshape(-1).index_put((positions.expand(list(size)).reshape(-1),), values.reshape(-1))
+    inverse = [order.index(d) for d in range(input.dim())]
+    return flat.view(stored.shape).permute(inverse)
+
+
 _OVERRIDES = {
+    aten.as_strided_scatter.default: _as_strided_scatter,
     aten.grid_sampler_3d.default: grid_sampler_3d,
     aten._embedding_bag_backward.default: _embedding_bag_backward,
     aten.histogram.bin_ct: _histogram,

@@ -35,6 +35,13 @@ LOWERED = {
     "bool": (lambda x: torch.as_strided(x > 0, (2, 2), (1, 2)).float(), _randn(4, 5)),
     "overlapping_windows": (lambda x: torch.as_strided(x.flatten() * 3, (5, 4), (3, 1)).sum(-1), _randn(4, 5)),
     "permuted_input": (lambda x: torch.as_strided(x, (3, 2), (1, 4)) + 0, _randn(4, 3).t()),
+    # writes through as_strided views (functionalized to as_strided_scatter: decompositions.py);
+    # offsets count in the storage order of the written tensor's layout
+    "write_through_view": (lambda x: (lambda y: (y.as_strided((2, 2), (1, 3), 1).mul_(2), y)[1])(x * 1), _randn(4, 4)),
+    "scatter_into_transposed": (lambda x: torch.as_strided_scatter(x, x[:2, :3] * 3, (2, 3), (1, 4), 2),
+                                _randn(4, 5).t()),
+    "scatter_into_permuted_3d": (lambda x: torch.as_strided_scatter(x, x[0, :, :3] * 0 + 7, (2, 3), (4, 1), 1) + 1,
+                                  _randn(2, 5, 3).permute(2, 0, 1)),
 }
 
 
