@@ -343,7 +343,15 @@ def _fft_c2r(node, a, dim, normalization, last_dim_size):
     return torch.ops.lamina.fft_c2r(a.t, [_dim(d, _rank(node)) for d in dim], normalization, last_dim_size)
 
 
+def _eig(node, a):
+    if isinstance(a, _Pair):
+        raise NotImplementedError("eig of a complex matrix")
+    values, vectors = torch.ops.lamina.linalg_eig(a)
+    return _Pair(values), _Pair(vectors)
+
+
 RULES = {
+    aten.linalg_eig.default: _eig,
     aten.add.Tensor: _add_sub(1), aten.sub.Tensor: _add_sub(-1),
     aten.mul.Tensor: _mul, aten.div.Tensor: _div, aten.mul.Scalar: _mul, aten.div.Scalar: _div,
     aten.add.Scalar: _add_sub(1), aten.sub.Scalar: _add_sub(-1),
@@ -477,6 +485,8 @@ class _PairInterpreter(torch.fx.Interpreter):
             return super().call_function(target, args, kwargs)
         out = RULES[target](node, *args, **kwargs)
         want = node.meta["val"]
+        if isinstance(out, tuple):   # (several outputs: their getitems take them as they are)
+            return out
         if isinstance(out, _Pair):
             return _Pair(out.t.to(_REAL_OF[want.dtype]))
         return out.to(want.dtype) if isinstance(out, torch.Tensor) and out.dtype != want.dtype else out

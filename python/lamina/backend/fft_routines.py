@@ -1,6 +1,7 @@
-"""FFTs as library routines on complex values stored as real pairs (complex_pairs.py): each
-takes and gives a complex tensor as its `view_as_real` form, a real tensor with a trailing
-dim of 2, so that lamina's kernels and library calls only ever see real buffers.
+"""FFTs (and the eigendecomposition of a general matrix) as library routines on complex
+values stored as real pairs (complex_pairs.py): each takes and gives a complex tensor as its
+`view_as_real` form, a real tensor with a trailing dim of 2, so that lamina's kernels and
+library calls only ever see real buffers.
 
 FFTs are library routines in every compiler (XLA calls DUCC / cuFFT, Inductor falls back to
 ATen's): lamina calls ATen's (pocketfft / MKL on the CPU, cuFFT on the GPU) through
@@ -70,3 +71,16 @@ def _(pairs, dim, normalization, forward):
 @fft_c2r.register_fake
 def _(pairs, dim, normalization, last_dim_size):
     return _c2r_shape(pairs, dim, last_dim_size)
+
+
+@torch.library.custom_op("lamina::linalg_eig", mutates_args=())
+def linalg_eig(a: Tensor) -> tuple[Tensor, Tensor]:
+    """aten.linalg_eig of a real matrix (LAPACK geev / MAGMA): eigenvalues and eigenvectors,
+    as pairs."""
+    values, vectors = torch.ops.aten.linalg_eig(a)
+    return torch.view_as_real(values), torch.view_as_real(vectors)
+
+
+@linalg_eig.register_fake
+def _(a):
+    return a.new_empty(list(a.shape[:-1]) + [2]), a.new_empty(list(a.shape) + [2])

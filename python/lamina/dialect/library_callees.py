@@ -43,10 +43,11 @@ CALLEES = {
     # raises torch's LinAlgError where an `info` is nonzero (linalg.inv of a singular matrix,
     # ...); under AOTAutograd's effect tokens its result is the next token (empty)
     "aten._linalg_check_errors.default": 1,
-    # FFTs on complex values stored as real pairs (backend/fft_routines.py: ATen's FFTs)
+    # FFTs and eig on complex values stored as real pairs (backend/fft_routines.py: ATen's)
     "lamina.fft_r2c.default": 1,
     "lamina.fft_c2c.default": 1,
     "lamina.fft_c2r.default": 1,
+    "lamina.linalg_eig.default": 2,
 }
 
 

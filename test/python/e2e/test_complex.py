@@ -1,5 +1,5 @@
-"""Complex tensors (backend/complex_pairs.py: complex values as real pairs, FFTs as library
-routines): FFTs, complex arithmetic and views compile with no fallback and match eager,
+"""Complex tensors (backend/complex_pairs.py: complex values as real pairs, FFTs and eig as
+library routines): FFTs, eig, complex arithmetic and views compile with no fallback and match eager,
 including eager's complex division at zeros, infinities and NaNs, conjugate, non-contiguous
 and offset inputs, complex128, and gradients through FFTs; strict."""
 from __future__ import annotations
@@ -39,6 +39,7 @@ CASES = [
     ("arithmetic", lambda a, b: (a * b + a / b - a.conj() * 2j).exp().angle() + (a - 1.5).abs(), Z, Z.flip(0)),
     ("polar_complex_views", lambda m, t: torch.view_as_real(torch.polar(m, t) + torch.complex(t, m)), X.abs(), X),
     ("matmul_and_reductions", lambda a, b: (a @ b).sum(1) + a.mean(), Z, Z.T.contiguous()),
+    ("eig", lambda a: tuple(torch.linalg.eig(a * 2)), torch.randn(2, 5, 5, generator=G)),   # LAPACK's geev
 ]
 
 
