@@ -15,6 +15,7 @@ import math
 import torch
 
 from .grid_sampling import grid_sampler_3d
+from .window_functions import window_decompositions
 
 aten = torch.ops.aten
 
@@ -334,4 +335,5 @@ def _build_table() -> dict:
         if target is not None and target in decomposition_table:
             table[target] = decomposition_table[target]
     table.update(_OVERRIDES)
+    table.update(window_decompositions())
     return table

@@ -42,3 +42,26 @@ def test_reduced_precision_linspace_and_logspace():
     for g, w, (a, b, n, dtype) in zip(got[4:6], want[4:6], [(4.3, -3, 50, torch.bfloat16), (-2.1, 7.7, 13, torch.float16)]):
         exact = torch.linspace(float(torch.tensor(a, dtype=dtype)), float(torch.tensor(b, dtype=dtype)), n, dtype=torch.float64)
         assert g.dtype == dtype and (g.double() - exact).abs().max() <= (w.double() - exact).abs().max()
+
+
+WINDOWS = {
+    "hann": lambda n, dt: torch.hann_window(n, dtype=dt),
+    "hann_symmetric": lambda n, dt: torch.hann_window(n, periodic=False, dtype=dt),
+    "hamming_alpha_beta": lambda n, dt: torch.hamming_window(n, True, 0.6, 0.3, dtype=dt),
+    "blackman_symmetric": lambda n, dt: torch.blackman_window(n, False, dtype=dt),
+    "bartlett": lambda n, dt: torch.bartlett_window(n, dtype=dt),
+    "kaiser_beta": lambda n, dt: torch.kaiser_window(n, False, 5.0, dtype=dt),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOWS))
+def test_window_functions(name):
+    """The window factories (backend/window_functions.py) compile with no fallback and give
+    eager's windows (an ulp of the cosine apart at most), at lengths 0, 1, odd and even."""
+    make = WINDOWS[name]
+    for n, dt in [(0, torch.float32), (1, torch.float64), (7, torch.float64), (64, torch.float32)]:
+        torch._dynamo.reset()
+        fn = lambda x: make(x.shape[0], dt) * x   # noqa: E731 - x gives the length
+        x = torch.ones(n, dtype=dt)
+        got = torch.compile(fn, backend="lamina", options={"strict": True})(x)
+        torch.testing.assert_close(got, fn(x), rtol=0, atol=3e-7 if dt == torch.float32 else 1e-15)
