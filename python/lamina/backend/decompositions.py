@@ -14,6 +14,8 @@ import math
 
 import torch
 
+from .antialias_resize import (upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward, upsample_bilinear2d_aa,
+                               upsample_bilinear2d_aa_backward)
 from .grid_sampling import grid_sampler_3d
 from .window_functions import window_decompositions
 
@@ -282,6 +284,10 @@ def _as_strided_scatter(input, src, size, stride, storage_offset=None):
 
 _OVERRIDES = {
     aten.as_strided_scatter.default: _as_strided_scatter,
+    aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
+    aten._upsample_bicubic2d_aa.default: upsample_bicubic2d_aa,
+    aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,
+    aten._upsample_bicubic2d_aa_backward.default: upsample_bicubic2d_aa_backward,
     aten.grid_sampler_3d.default: grid_sampler_3d,
     aten._embedding_bag_backward.default: _embedding_bag_backward,
     aten.histogram.bin_ct: _histogram,
