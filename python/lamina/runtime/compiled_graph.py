@@ -75,10 +75,20 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
             results = [slots[v] for v in op.operands]
             continue
         if op.name == "arith.constant":
-            continue   # a dim index of the tensor.dim below
+            if isinstance(op.results[0].type, ir.IndexType):   # (a size operand, or a tensor.dim's index)
+                slots[op.results[0]] = len(slots)
+                symbol_slots[slots[op.results[0]]] = str(ir.IntegerAttr(op.attributes["value"]).value)
+            continue
         if op.name == "tensor.dim" and "lamina.symbol" in op.attributes:
             slots[op.results[0]] = len(slots)
             symbol_slots[slots[op.results[0]]] = ir.StringAttr(op.attributes["lamina.symbol"]).value
+            continue
+        if op.name in _SIZE_ARITH:
+            # host arithmetic on sizes (a kernel operand such as x.shape[0] - 2): the graph
+            # entry computes it natively; runners of the plan get its Python expression
+            names = [symbol_slots.get(slots[v], f"a{slots[v]}") for v in op.operands]
+            slots[op.results[0]] = len(slots)
+            symbol_slots[slots[op.results[0]]] = _SIZE_ARITH[op.name](*names)
             continue
         if op.name != "func.call":
             raise ValueError(f"lamina: unexpected {op.name} in graph function (kernel calls only)")
@@ -107,6 +117,21 @@ def extract_launch_plan(graph_func) -> LaunchPlan:
                       symbol_sources=_symbol_sources(graph_func), symbol_slots=symbol_slots,
                       input_ranks=[ir.RankedTensorType(a.type).rank if isinstance(a.type, ir.RankedTensorType) else None
                                    for a in args])
+
+
+# index arithmetic the importer emits for SymInt expressions, as Python source
+_SIZE_ARITH = {
+    "arith.addi": lambda a, b: f"({a} + {b})",
+    "arith.subi": lambda a, b: f"({a} - {b})",
+    "arith.muli": lambda a, b: f"({a} * {b})",
+    "arith.floordivsi": lambda a, b: f"({a} // {b})",
+    "arith.ceildivsi": lambda a, b: f"(-(-{a} // {b}))",
+    "arith.divsi": lambda a, b: f"int({a} / {b})",
+    "arith.remsi": lambda a, b: f"({a} - int({a} / {b}) * {b})",
+    "arith.maxsi": lambda a, b: f"max({a}, {b})",
+    "arith.minsi": lambda a, b: f"min({a}, {b})",
+    "arith.index_cast": lambda a: a,
+}
 
 
 def _symbol_sources(graph_func) -> dict:

@@ -139,3 +139,21 @@ def test_bf16_attention_with_symbolic_heads_reshape():
         want = model(q.float(), k.float(), v.float())
         torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
     _assert_no_fallback(_records_since(before))
+
+
+def test_size_arithmetic_as_kernel_operands():
+    """Sizes combined on the host (x.shape[0] - 2, a product, a floor division) feed kernels
+    as operands: the graph entry computes them (CPU), the plan runner evaluates them (cuda
+    target); one compile serves every size."""
+    torch._dynamo.reset()
+    fns = [lambda x: x // (x.shape[0] - 2) + x.shape[1] * 3,
+           lambda x: x.sum(0) * (x.shape[0] * x.shape[1] - 1) - x.shape[0] // 4]
+    for fn in fns:
+        compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+        before = len(lamina.backend.reports())
+        for rows in (6, 9, 13):
+            x = torch.arange(rows * 3).reshape(rows, 3)
+            assert torch.equal(compiled(x), fn(x))
+        records = _records_since(before)
+        _assert_no_fallback(records)
+        assert len(records) == 1 and records[0]["dynamic"]
