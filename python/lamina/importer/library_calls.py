@@ -30,8 +30,9 @@ def _tensors(vals):
 
 
 def _supported(node) -> str | None:
-    """Real float inputs and outputs (pivots and infos as ints), static shapes, at most three
-    tensor arguments, every argument a tensor node or a JSON-able constant."""
+    """Real float inputs and outputs (pivots and infos as ints), at most three tensor
+    arguments, every argument a tensor node or a JSON-able constant (symbolic sizes are the
+    buffers': the routine reads them off its operands)."""
     tensors = 0
     for arg, value in schema_arguments(node):
         if isinstance(value, torch.fx.Node):
@@ -51,8 +52,6 @@ def _supported(node) -> str | None:
         for t in inputs:
             if t.dtype not in _REAL + _INDEX:
                 return f"{t.dtype} input (library calls take float32/float64 matrices)"
-            if any(not isinstance(s, int) for s in t.shape):
-                return "a library call with symbolic shapes (not supported yet)"
     if not 1 <= tensors <= 3:
         return f"{tensors} tensor arguments (library calls take 1 to 3)"
     outs = _tensors(node.meta.get("val"))
@@ -61,8 +60,6 @@ def _supported(node) -> str | None:
     for t in outs:
         if t.dtype not in _REAL + _INDEX:
             return f"{t.dtype} output (library calls give float32/float64 results)"
-        if any(not isinstance(s, int) for s in t.shape):
-            return "a library call with symbolic shapes (not supported yet)"
     return None
 
 

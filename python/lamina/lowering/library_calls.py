@@ -21,7 +21,7 @@ from mlir.dialects import bufferization, func, memref
 from lamina.dialect import infer
 from lamina.dialect.library_callees import symbol
 
-from .to_linalg import _st, lowering
+from .to_linalg import _result_size, _st, lowering
 
 CALL_ATTR = "lamina.library_call"
 
@@ -64,7 +64,9 @@ def _lower_library_call(op: ir.Operation) -> ir.Value:
         t = ir.RankedTensorType(v.type)
         buf = bufferization.to_buffer(_any_layout(t), v, read_only=True)
         args.append(memref.cast(ir.UnrankedMemRefType.get(t.element_type, None), buf))
-    out = memref.alloc(ir.MemRefType.get(result_type.shape, result_type.element_type), [], [])
+    # (a symbolic result dim is allocated at the size its symbol has at run time)
+    sizes = [_result_size(result_type, i) for i, d in enumerate(result_type.shape) if ir.ShapedType.is_dynamic_size(d)]
+    out = memref.alloc(ir.MemRefType.get(result_type.shape, result_type.element_type), sizes, [])
     args.append(memref.cast(ir.UnrankedMemRefType.get(result_type.element_type, None), out))
     call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
     call.attributes[CALL_ATTR] = ir.DictAttr.get(attrs)
