@@ -21,7 +21,7 @@ import operator
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from . import fft_routines  # noqa: F401 - registers torch.ops.lamina.fft_*
+from . import fft_routines   # (also registers torch.ops.lamina.*)
 
 aten = torch.ops.aten
 _REAL_OF = {torch.complex64: torch.float32, torch.complex128: torch.float64, torch.complex32: torch.float16}
@@ -204,6 +204,11 @@ def _permute(node, a, perm):
     return _Pair(aten.permute.default(a.t, [_dim(d, rank) for d in perm] + [rank]))
 
 
+def _unsqueeze(node, a, dim):
+    rank = node.meta["val"].dim()   # (the result's rank: dim may be the new last one)
+    return _Pair(aten.unsqueeze.default(a.t, _dim(dim, rank)))
+
+
 def _squeeze(node, a, dims=None):
     rank = _rank(node)
     shape = node.args[0].meta["val"].shape
@@ -234,6 +239,11 @@ def _full_like(node, a, value, **kw):
     if not want.dtype.is_complex:   # (a real tensor of a complex one's shape)
         return aten.full.default(list(want.shape), value, dtype=want.dtype, device=want.device)
     return _full(node, list(want.shape), value, device=want.device)
+
+
+def _filled_like(value):
+    """zeros_like / ones_like: full_like with their value."""
+    return lambda node, a, **kw: _full_like(node, a, value)
 
 
 def _empty(node, size, **kw):
@@ -269,14 +279,6 @@ def _eq(negate):
 def _isnan(node, a):
     re, im = _parts(a)
     return torch.isnan(re) | torch.isnan(im)
-
-
-def _fill_like(value):
-    def rule(node, a, **kw):
-        want = node.meta["val"]
-        re = torch.full(want.shape, value, dtype=_REAL_OF[want.dtype], device=want.device)
-        return _pair(re, torch.zeros_like(re))
-    return rule
 
 
 def _full(node, size, value, **kw):
@@ -355,7 +357,8 @@ RULES = {
     aten.add.Tensor: _add_sub(1), aten.sub.Tensor: _add_sub(-1),
     aten.mul.Tensor: _mul, aten.div.Tensor: _div, aten.mul.Scalar: _mul, aten.div.Scalar: _div,
     aten.add.Scalar: _add_sub(1), aten.sub.Scalar: _add_sub(-1),
-    aten.full.default: _full, aten.full_like.default: _full_like, aten.empty.memory_format: _empty, aten.scalar_tensor.default: _scalar_tensor, aten.copy.default: _copy,
+    aten.full.default: _full, aten.full_like.default: _full_like, aten.empty.memory_format: _empty,
+    aten.scalar_tensor.default: _scalar_tensor, aten.copy.default: _copy,
     aten.slice_scatter.default: _scatter_into(aten.slice_scatter.default),
     aten.select_scatter.default: _scatter_into(aten.select_scatter.default),
     aten.neg.default: _neg, aten._conj.default: _conj, aten.conj_physical.default: _conj,
@@ -371,7 +374,7 @@ RULES = {
     aten.expand.default: _pairs_op(aten.expand.default, shape_arg=1),
     aten.permute.default: _permute,
     aten.transpose.int: _pairs_op(aten.transpose.int, dims=(1, 2)),
-    aten.unsqueeze.default: None,   # (below: its dim counts the new dim)
+    aten.unsqueeze.default: _unsqueeze,
     aten.squeeze.dim: _squeeze, aten.squeeze.dims: _squeeze, aten.squeeze.default: _squeeze,
     aten.select.int: _pairs_op(aten.select.int, dims=(1,)),
     aten.slice.Tensor: _pairs_op(aten.slice.Tensor, dims=(1,)),
@@ -382,18 +385,10 @@ RULES = {
     aten.sum.dim_IntList: _sum, aten.sum.default: _sum, aten.mean.dim: _mean, aten.mean.default: _mean,
     aten.where.self: _where, aten.eq.Tensor: _eq(False), aten.ne.Tensor: _eq(True),
     aten.eq.Scalar: _eq(False), aten.ne.Scalar: _eq(True), aten.isnan.default: _isnan,
-    aten.zeros_like.default: _fill_like(0.0), aten.ones_like.default: _fill_like(1.0),
+    aten.zeros_like.default: _filled_like(0.0), aten.ones_like.default: _filled_like(1.0),
     aten.mm.default: _mm(aten.mm.default), aten.bmm.default: _mm(aten.bmm.default),
     aten._fft_r2c.default: _fft_r2c, aten._fft_c2c.default: _fft_c2c, aten._fft_c2r.default: _fft_c2r,
 }
-
-
-def _unsqueeze(node, a, dim):
-    rank = node.meta["val"].dim()   # (the result's rank: dim may be the new last one)
-    return _Pair(aten.unsqueeze.default(a.t, _dim(dim, rank)))
-
-
-RULES[aten.unsqueeze.default] = _unsqueeze
 
 
 def _touches_complex(node) -> bool:
@@ -499,14 +494,7 @@ def with_complex_io(fn, in_pos: list[int], out_pos: list[int]):
     def call(*args):
         args = [_pairs(a) if i in ins else a for i, a in enumerate(args)]
         result = fn(*args)
-        return type(result)(_as_complex(r) if i in outs else r for i, r in enumerate(result))
+        return type(result)(fft_routines.as_complex(r) if i in outs else r for i, r in enumerate(result))
 
     call.compiled_graph = getattr(fn, "compiled_graph", None)
     return call
-
-
-def _as_complex(pairs):
-    try:
-        return torch.view_as_complex(pairs)
-    except RuntimeError:   # (strides view_as_complex cannot take)
-        return torch.view_as_complex(pairs.contiguous())

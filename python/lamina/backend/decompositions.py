@@ -320,8 +320,6 @@ def lamina_decompositions() -> dict:
     registered CompositeImplicitAutograd kernels: torch's core table materializes one entry
     per such op (50-130 ms, on every graph's cold compile before); a custom-op library loaded
     later adds registrations and so rebuilds it."""
-    import torch
-
     registered = len(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd"))
     if _TABLE.get("registered") != registered:
         _TABLE.update(registered=registered, table=_build_table())

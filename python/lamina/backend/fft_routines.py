@@ -13,9 +13,13 @@ import torch
 from torch import Tensor
 
 
-def _complex(pairs: Tensor) -> Tensor:
-    return torch.view_as_complex(pairs if pairs.stride(-1) == 1 and all(s % 2 == 0 for s in pairs.stride()[:-1])
-                                 else pairs.contiguous())
+def as_complex(pairs: Tensor) -> Tensor:
+    """The complex tensor of pairs: a view where view_as_complex can take their layout (unit
+    last stride, even strides and offset), else of a contiguous copy."""
+    try:
+        return torch.view_as_complex(pairs)
+    except RuntimeError:
+        return torch.view_as_complex(pairs.contiguous())
 
 
 # (an empty input gives its empty result without a transform: MKL rejects some empty
@@ -34,7 +38,7 @@ def fft_c2c(pairs: Tensor, dim: list[int], normalization: int, forward: bool) ->
     """aten._fft_c2c of pairs, as pairs."""
     if pairs.numel() == 0:
         return torch.zeros_like(pairs, memory_format=torch.contiguous_format)
-    return torch.view_as_real(torch.ops.aten._fft_c2c(_complex(pairs), dim, normalization, forward))
+    return torch.view_as_real(torch.ops.aten._fft_c2c(as_complex(pairs), dim, normalization, forward))
 
 
 @torch.library.custom_op("lamina::fft_c2r", mutates_args=())
@@ -42,7 +46,7 @@ def fft_c2r(pairs: Tensor, dim: list[int], normalization: int, last_dim_size: in
     """aten._fft_c2r of pairs: a real tensor."""
     if pairs.numel() == 0:
         return _c2r_shape(pairs, dim, last_dim_size).zero_()
-    return torch.ops.aten._fft_c2r(_complex(pairs), dim, normalization, last_dim_size)
+    return torch.ops.aten._fft_c2r(as_complex(pairs), dim, normalization, last_dim_size)
 
 
 def _r2c_shape(x, dim, onesided):
