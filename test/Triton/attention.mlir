@@ -27,7 +27,7 @@ func.func @att(%q: tensor<8x64x32xf32>, %kt: tensor<8x32x64xf32>, %v: tensor<8x6
 // NOATT: "lamina.matmul"{{.*}}lamina.kernel = 2
 
 // CHECK-LABEL: # ---- att_kernel_0
-// CHECK: def att_kernel_0_flash(fq, fk, fv, fo, [[BIAS:a[0-9]+]],
+// CHECK: def flash(fq, fk, fv, fo, [[BIAS:a[0-9]+]],
 // CHECK: qb = tl.load(fq + q_base + xq * q_st2 + dq * q_st3, mask=xmask, other=0.0)
 // CHECK: for roff in range(0, fN, RBLOCK):
 // CHECK: kb = tl.load(fk + k_base + dk * k_st2 + r * k_st3, mask=rmask, other=0.0)
@@ -46,5 +46,5 @@ func.func @att(%q: tensor<8x64x32xf32>, %kt: tensor<8x32x64xf32>, %v: tensor<8x6
 // CHECK: def launch(a0, a1, a2, a3, a4):
 // CHECK-NOT: torch.bmm
 // tiles tuned only under autotune="max" (each candidate is a compile of its own)
-// CHECK: run_tuned(att_kernel_0_flash,
+// CHECK: run_tuned(flash,
 // CHECK-SAME: _autotune == 'max',

@@ -12,7 +12,7 @@ func.func @mm(%x: tensor<32x64xf32>, %w: tensor<48x64xf32>, %b: tensor<48xf32>) 
 }
 
 // CHECK-LABEL: # ---- mm_kernel_1
-// CHECK: def mm_kernel_1_g0_flat(c0, a2, a3, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):
+// CHECK: def g0_flat(c0, a2, a3, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):
 // CHECK: [[P:v[0-9]+]] = tl.load(c0 + xoff, mask=xmask, other=0)
 // CHECK: [[B:v[0-9]+]] = tl.load(a2 + x1, mask=xmask, other=0)
 // CHECK: [[S:v[0-9]+]] = [[P]] + [[B]]
@@ -20,7 +20,7 @@ func.func @mm(%x: tensor<32x64xf32>, %w: tensor<48x64xf32>, %b: tensor<48xf32>) 
 // CHECK: tl.store(a3 + xoff,
 // CHECK: def launch(a0, a1, a2, a3):
 // CHECK: c0 = torch.mm(a0, a1)
-// CHECK: mm_kernel_1_g0_flat[(6,)](c0, a2, a3, XBLOCK=256, {{.*}}num_warps=2)
+// CHECK: g0_flat[(6,)](c0, a2, a3, XBLOCK=256, {{.*}}num_warps=2)
 
 // F.linear alone: the bias is cuBLAS's epilogue (torch.addmm, one rounding, as eager's
 // nn.Linear), written straight into the kernel's output; no Triton program.

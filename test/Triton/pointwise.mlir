@@ -13,7 +13,7 @@ func.func @g(%x: tensor<?x64xf32, ["s0"]>, %b: tensor<64xf32>) -> tensor<?x64xf3
 
 // CHECK-LABEL: # ---- g_kernel_0
 // CHECK: @triton.jit
-// CHECK-NEXT: def g_kernel_0_g0_flat(a0, a1, a3, a0_size0, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):
+// CHECK-NEXT: def g0_flat(a0, a1, a3, a0_size0, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):
 // CHECK: xoff = {{.*}} * XBLOCK + tl.arange(0, XBLOCK)
 // CHECK: xmask = xoff < (a0_size0 * 64)
 // CHECK: x1 = (xoff % 64)
@@ -26,4 +26,4 @@ func.func @g(%x: tensor<?x64xf32, ["s0"]>, %b: tensor<64xf32>) -> tensor<?x64xf3
 // CHECK-NEXT: _big = max(a0.numel(), a1.numel(), a3.numel(), 0) >= 2**31
 // CHECK-NEXT: a0_size0 = a0.shape[0]
 // CHECK: _xb, _nw = flat_config(_n)
-// CHECK-NEXT: g_kernel_0_g0_flat[((_n + _xb - 1) // _xb,)](a0, a1, a3, a0_size0, XBLOCK=_xb
+// CHECK-NEXT: g0_flat[((_n + _xb - 1) // _xb,)](a0, a1, a3, a0_size0, XBLOCK=_xb

@@ -10,7 +10,7 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
   return %0 : tensor<?x?xf32, ["s0", "s1"]>
 }
 
-// CHECK-LABEL: def sm_kernel_0_g0_persistent(
+// CHECK-LABEL: def g0_persistent(
 // CHECK: xrow = {{.*}} * XBLOCK + tl.arange(0, XBLOCK)[:, None]
 // CHECK: r = tl.arange(0, RBLOCK)[None, :]
 // CHECK: [[M:rmask[0-9]+]] = r < a0_size1
@@ -20,7 +20,7 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
 // CHECK: tl.exp(
 // CHECK: tl.sum({{.*}}, axis=1)[:, None]
 // CHECK: tl.store(a3 + ((xrow * a0_size1) + r), {{.*}}, mask=xmask & [[M]])
-// CHECK-LABEL: def sm_kernel_0_g0_looped(
+// CHECK-LABEL: def g0_looped(
 // CHECK: for roff in range(0, a0_size1, RBLOCK):
 // CHECK: acc{{[0-9]+}} = lh.maximum(acc{{[0-9]+}}, tl.where(
 // CHECK: for roff in range(0, a0_size1, RBLOCK):
@@ -29,5 +29,5 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
 // CHECK: tl.store(
 // CHECK-LABEL: def launch(
 // CHECK: if _lanes <= 4096:
-// CHECK: run_tuned(sm_kernel_0_g0_persistent, (_rows, _lanes)
-// CHECK: sm_kernel_0_g0_looped[(_rows,)]
+// CHECK: run_tuned(g0_persistent, (_rows, _lanes)
+// CHECK: g0_looped[(_rows,)]

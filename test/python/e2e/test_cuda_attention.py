@@ -145,3 +145,37 @@ def test_training_keeps_the_probabilities_and_uses_the_unfused_chain(tmp_path):
     CausalAttention()(q, k, v).sum().backward()
     for g, t in zip(grads, (q, k, v)):
         torch.testing.assert_close(g, t.grad, rtol=1e-4, atol=1e-5)
+
+
+def _jit_functions(programs: str) -> list[str]:
+    """The @triton.jit functions of the dumped kernel modules (their launchers left out)."""
+    return [block.split("\ndef launch(")[0].split("\n\n\n")[0] for block in programs.split("@triton.jit")[1:]]
+
+
+def test_the_flash_program_is_the_same_source_at_every_size(tmp_path):
+    """Its name is its content's, not its graph's, and batch and sequence lengths are its
+    arguments: a graph of the same structure at another size finds its compiled code in
+    Triton's on-disk cache instead of compiling it again."""
+    sources = []
+    for i, shape in enumerate([(2, 3, 40, 32), (1, 4, 96, 32)]):
+        torch._dynamo.reset()
+        q, k, v = _qkv(*shape)
+        out, programs = _run(CausalAttention(), (q, k, v), tmp_path / str(i))
+        torch.testing.assert_close(out.double(), CausalAttention()(*(t.double() for t in (q, k, v))), rtol=1e-5, atol=1e-5)
+        sources.append([f for f in _jit_functions(programs) if "_flash(" in f])
+    assert len(sources[0]) == 1 and sources[0] == sources[1]
+
+
+def test_repeated_layers_have_one_program_source(tmp_path):
+    """The kernels of a model's repeated layers (the same code run again) get the same
+    program source: they compile once."""
+    def layers(x, w):
+        for _ in range(3):
+            x = torch.relu(x * 2 + 1) @ w
+        return x
+
+    x, w = torch.randn(32, 32, device=DEVICE), torch.randn(32, 32, device=DEVICE) / 8
+    out, programs = _run(layers, (x, w), tmp_path)
+    torch.testing.assert_close(out, layers(x, w), rtol=1e-4, atol=1e-4)
+    functions = _jit_functions(programs)
+    assert len(functions) >= 3 and len(set(functions)) < len(functions)

@@ -261,7 +261,8 @@ def test_autotuned_configs_are_recorded_in_the_ir(monkeypatch, tmp_path):
             run_pass(p, module)
         kernel = next(op for op in module.body.operations if "lamina.kernel" in op.attributes)
         src = emit_kernel(kernel)
-        key = f"{module_name(src.text, src.name)}.{src.name}_g0_persistent|(64, 300)|[]"
+        program = next(fn for fn, part in src.programs.items() if part == "g0_persistent")
+        key = f"{module_name(src.text, src.name)}.{program}|(64, 300)|[]"
         monkeypatch.setattr(launch, "_disk", {key: {"XBLOCK": 4, "num_warps": 8}})
         run_pass("lamina-to-triton", module)
         recorded = ir.DictAttr(kernel.attributes[TUNED_ATTR])

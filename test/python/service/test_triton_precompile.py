@@ -78,6 +78,14 @@ def found_in_the_cache(program):
 
     from triton.backends.nvidia import compiler as nvidia
 
+    # the same program in another generated module (another kernel, layer or graph)
+    import shutil
+
+    from lamina.codegen.cuda.triton_compile import _program_module
+
+    path = sys.modules[program.fn.__module__].__file__
+    shutil.copy(path, path.replace(".py", "_twin.py"))
+    twin = _program_module(path.replace(".py", "_twin.py"), "lamina_triton_test_program_twin").scale_add
     local = _local_compiles()
     # this process's idea of ptxas's version differs from the worker's (Triton caches it per
     # process; Inductor changes TRITON_PTXAS_PATH after): the on-disk cache keys differ,
@@ -91,14 +99,17 @@ def found_in_the_cache(program):
         assert program.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=256) is None
         program.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=256)   # (once)
         program.warmup(torch.float16, torch.float16, torch.float16, 4096, grid=(16,), XBLOCK=256)
+        twin.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=256)
     finally:
         del triton_library._COLLECTING[me]
-    assert len(requests) == 3 and local == []
-    assert triton_library._compile_on_workers(requests) == 2     # distinct specializations
+    assert len(requests) == 4 and local == []
+    # distinct specializations of distinct sources: the twin's compiles with the program's
+    assert triton_library._compile_on_workers(requests) == 2
     # the launches now find both compiled: nothing reaches ptxas here
     kernel = program.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=256)
     program.warmup(torch.float16, torch.float16, torch.float16, 4096, grid=(16,), XBLOCK=256)
-    assert local == [] and kernel is not None and kernel.asm.get("cubin")
+    twins = twin.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=256)
+    assert local == [] and kernel is not None and kernel.asm.get("cubin") and twins.hash == kernel.hash
     # another specialization, not requested, compiles here as usual (the hook defers)
     program.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=128)
     assert local == [me]

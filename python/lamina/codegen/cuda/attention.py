@@ -250,8 +250,7 @@ def emit(cg, chain: AttentionChain) -> None:
     d_v = _head_dim(c2.operands[1])
     if not (cg._is_zero_fill(c1.operands[2]) and cg._is_zero_fill(c2.operands[2])):
         raise Unsupported("an attention matmul that accumulates into a non-zero init")
-    name = f"{cg.k.name}_flash"
-    p = _Program(cg, name, "flash")
+    p = _Program(cg, "flash", "flash")
     b = _ProgramBuilder(cg, p, cg.shape(chain.logits), ir.ShapedType(chain.logits.type).rank - 1, [])
     L = cg.launcher
 
@@ -339,7 +338,10 @@ def emit(cg, chain: AttentionChain) -> None:
     p.emit("xrow = fb * fM + xq")
     lrank = ir.ShapedType(chain.logits.type).rank
     lshape = cg.shape(chain.logits)
-    xidx = b._split("xrow", lshape[:-1]) if lrank > 1 else []
+    # (over the leading sizes as arguments, not literals: the program's source, and so its
+    # compiled code in Triton's cache, is the same for every batch and sequence length)
+    lead = [param(f"fS{d}", s) if s.isdigit() else s for d, s in enumerate(lshape[:-1])]
+    xidx = b._split("xrow", lead) if lrank > 1 else []
     p.loop_names.update({"r", "rmask"})
     p.current_rmask = "rmask"
     key_range = _live_key_range(p, b, chain, xidx)
@@ -375,6 +377,7 @@ def emit(cg, chain: AttentionChain) -> None:
     p.emit(f"tl.store(fo + fb * o_st0 + xq * o_st1 + dv * o_st2, o.to({_tl(out_elem)}), mask=xmask{dvm})")
     for nm, _ in scalars:
         p.use_param(nm)
+    p.name_by_content()
 
     # -- the launch ------------------------------------------------------------------------------
     launcher_of = dict(scalars)
@@ -391,7 +394,7 @@ def emit(cg, chain: AttentionChain) -> None:
             blocks[nm] = f"_{nm.lower()}"
     meta = "".join(f", {nm}={var}" for nm, var in blocks.items())
     L.append("if _B * _M > 0 and _N > 0:")
-    L.append(f"    run_tuned({name}, (_B * _M, _N), lambda c: (_B * ((_M + c['XBLOCK'] - 1) // c['XBLOCK']),), "
+    L.append(f"    run_tuned({p.name}, (_B * _M, _N), lambda c: (_B * ((_M + c['XBLOCK'] - 1) // c['XBLOCK']),), "
              f"({', '.join(call)},), attention_configs({blocks.get('BDQ', d_qk)}, {blocks.get('BDV', d_v)}, {elem!r}, _B, _M), "
              f"_autotune == 'max', attention_quick_config({blocks.get('BDQ', d_qk)}, {blocks.get('BDV', d_v)}, {elem!r}), "
              f"UPCAST16=_device.type == 'cpu'{meta})")

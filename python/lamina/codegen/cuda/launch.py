@@ -376,9 +376,10 @@ def _compile_concurrently(program, grid, args, configs, meta) -> None:
         list(pool.map(warm, configs))
 
 
-def tuned_results(source_text: str, kernel: str) -> dict[str, str]:
+def tuned_results(source_text: str, kernel: str, programs: dict[str, str]) -> dict[str, str]:
     """{"<program> <rows>x<lanes>": "XBLOCK=..,num_warps=.."} that autotuning recorded on
-    disk for the programs of this exact kernel source (for the IR: lamina.triton_autotuned)."""
+    disk for the programs of this exact kernel source (for the IR: lamina.triton_autotuned),
+    each named by its part of the kernel (`programs`: function name -> that part)."""
     from .triton_library import module_name
 
     prefix = module_name(source_text, kernel) + "."
@@ -389,6 +390,6 @@ def tuned_results(source_text: str, kernel: str) -> dict[str, str]:
         name, sizes, _ = key.split("|", 2)
         if name.startswith(prefix) and isinstance(cfg, dict):
             rows_lanes = "x".join(x.strip() for x in sizes.strip("()").split(","))
-            program = name[len(prefix) + len(kernel) + 1:]
+            program = programs.get(name[len(prefix):], name[len(prefix):])
             out[f"{program} {rows_lanes}"] = ",".join(f"{k}={v}" for k, v in cfg.items())
     return out

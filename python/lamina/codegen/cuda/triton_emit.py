@@ -65,7 +65,7 @@ def _user_name(use) -> str:
 class KernelSource:
     name: str
     text: str                       # the Python module: @triton.jit functions + launch()
-    programs: list[str] = field(default_factory=list)   # names of the @triton.jit functions
+    programs: dict[str, str] = field(default_factory=dict)   # @triton.jit function -> its part of the kernel
 
 
 class _Emitter:
@@ -221,7 +221,7 @@ def to_triton(module, **options) -> None:
     for func in _kernel_functions(module):
         src = emit_kernel(func)
         func.attributes[SOURCE_ATTR] = ir.StringAttr.get(src.text)
-        tuned = tuned_results(src.text, src.name)
+        tuned = tuned_results(src.text, src.name, src.programs)
         if tuned:
             func.attributes[TUNED_ATTR] = ir.DictAttr.get({k: ir.StringAttr.get(v) for k, v in sorted(tuned.items())})
 
@@ -309,7 +309,7 @@ class _KernelCodegen(_Emitter):
             key = (tuple(self.shape(v)), rows)
             groups.setdefault(key, []).append((v, out_arg))
         for gi, ((shape, rows), items) in enumerate(groups.items()):
-            self._group(f"{k.name}_g{gi}", list(shape), rows, [(v, f"a{o}", k.contiguous(o), o) for v, o in items])
+            self._group(f"g{gi}", list(shape), rows, [(v, f"a{o}", k.contiguous(o), o) for v, o in items])
         return self._source()
 
     def _flash_attention(self):
@@ -470,7 +470,7 @@ class _KernelCodegen(_Emitter):
         self.launcher.append(f"{name} = torch.empty(({', '.join(sizes)}{',' if len(sizes) == 1 else ''}), "
                              f"dtype={dtype}, device=_device{layout})")
         rows = self._row_dims(v)
-        self._group(f"{self.k.name}_{name}", self.shape(v), rows, [(v, name, not channels_last, None)])
+        self._group(name, self.shape(v), rows, [(v, name, not channels_last, None)])
         if channels_last:
             self.channels_last_copies[v] = name
         else:
@@ -782,6 +782,7 @@ class _KernelCodegen(_Emitter):
                 p = _Program(self, f"{name}_tiled", "tiled")
                 info = _ProgramBuilder(self, p, shape, rows, items).build()
                 variant = "tiled"
+            p.name_by_content()
             built[variant] = (p, info)
             self.programs.append((p, info))
         self._launch_group(name, shape, rows, built)
@@ -845,7 +846,7 @@ class _KernelCodegen(_Emitter):
         L.append("if _rows > 0:")
         L.append(f"    if _lanes <= {PERSISTENT_MAX}:")
         L.append("        _rb = 1 << (_lanes - 1).bit_length()")
-        fixed = self._fixed_config(p.name)
+        fixed = self._fixed_config(p.short)
         configs = f"[{fixed!r}]" if fixed else "persistent_configs(_rb, _rows)"
         L.append(f"        run_tuned({p.name}, (_rows, _lanes), lambda c: ((_rows + c['XBLOCK'] - 1) // c['XBLOCK'],), "
                  f"({', '.join(info['call_args'])},), {configs}, _autotune, RBLOCK=_rb, INDEX64=_big or _rows * _lanes >= 2**31)")
@@ -853,13 +854,12 @@ class _KernelCodegen(_Emitter):
         L.append(f"        {pl.name}[(_rows,)]({', '.join(infol['call_args'])}, XBLOCK=1, RBLOCK={LOOP_RBLOCK}, "
                  f"INDEX64=_big or _rows * _lanes >= 2**31, num_warps=8)")
 
-    def _fixed_config(self, program: str) -> dict | None:
+    def _fixed_config(self, short: str) -> dict | None:
         """A launch config set on the kernel by hand: `lamina.triton_configs = {"<program>":
-        "XBLOCK=4,num_warps=8"}` (the program name without the kernel's prefix, e.g.
-        "g0_persistent"); it replaces autotuning for that program."""
+        "XBLOCK=4,num_warps=8"}` (the program's part of the kernel, e.g. "g0_persistent"); it
+        replaces autotuning for that program."""
         if CONFIGS_ATTR not in self.k.func.attributes:
             return None
-        short = program[len(self.k.name) + 1:]
         for named in ir.DictAttr(self.k.func.attributes[CONFIGS_ATTR]):
             if named.name == short:
                 text = ir.StringAttr(named.attr).value
@@ -880,7 +880,7 @@ class _KernelCodegen(_Emitter):
                "from lamina.codegen.cuda import triton_helpers as lh",
                "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, flat_config, persistent_configs, run_tuned, tiled_config",
                "from lamina.codegen.library_calls import call_routine", "", ""]
-        names = []
+        names = {}
         for p, info in self.programs:
             extra = {"flat": ["XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"],
                      "tiled": ["XBLOCK: tl.constexpr", "YBLOCK: tl.constexpr", "INDEX64: tl.constexpr"],
@@ -889,7 +889,7 @@ class _KernelCodegen(_Emitter):
                                                        "INDEX64: tl.constexpr"])
                                 + [f"{b}: tl.constexpr" for b in getattr(p, "block_params", [])]))
             out.append("")
-            names.append(p.name)
+            names[p.name] = p.short
         params = [f"a{i}" for i in range(len(k.args))]
         out.append(f"def launch({', '.join(params)}):")
         body = list(self.launcher)

@@ -84,13 +84,16 @@ def _scalar_literal(attr, elem: str) -> str:
 
 def _op_name_of(loc) -> str | None:
     """The ATen op and user source line a location names (the importer's
-    `loc("op"("file":line:col))`), for comments in the generated code."""
+    `loc("op"("file":line:col))`), for comments in the generated code. The op is the graph
+    node's name less its numbering (relu_1 -> relu): the same op reads the same in every
+    layer of a model, so their programs keep one source (and one entry in Triton's cache)."""
     text = str(loc)
     m = re.match(r'loc\("([^"]+)"\(', text)
     f = re.search(r'"([^"]+)":(\d+):\d+', text)
     where = f"{f.group(1).rsplit('/', 1)[-1]}:{f.group(2)}" if f else None
     if m:
-        return f"{m.group(1)}  ({where})" if where else m.group(1)
+        op = re.sub(r"_\d+$", "", m.group(1))
+        return f"{op}  ({where})" if where else op
     return where
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import operator
 import os
 import sys
@@ -258,17 +259,26 @@ def _collect_compile(*, fn, compile, **kwargs):
     return True   # compiled on a worker instead
 
 
-def _distinct(collected: list[dict]) -> list[dict]:
-    return list({(c["request"]["path"], c["request"]["function"], c["request"]["specialization"]): c
-                 for c in collected}.values())
+def _distinct(collected: list[dict]) -> list[list[dict]]:
+    """The collected launches grouped by what Triton compiles: a program's source (its cache
+    key: the source and the helpers it calls) and specialization. The same program in
+    several kernels (a model's repeated layers) compiles once."""
+    groups: dict = {}
+    for c in collected:
+        data = json.loads(c["request"]["specialization"])
+        data.pop("name", None)   # (the function's qualified name: its module's, not its source's)
+        key = (c["jit"].cache_key, json.dumps(data, sort_keys=True), str(c["request"]["target"]))
+        groups.setdefault(key, []).append(c)
+    return list(groups.values())
 
 
 def _compile_on_workers(collected: list[dict]) -> int:
-    """Compile the collected launches' programs (one per distinct specialization) on the
-    compile workers at once, and put each compiled kernel where the launch looks first:
-    its JIT function's in-memory cache, under the key this process computed (the worker's
-    own cache key may differ: Triton caches facts such as ptxas's version per process).
-    The number installed. A failure is not raised: the launch compiles it here."""
+    """Compile the collected launches' programs (one per distinct program and
+    specialization) on the compile workers at once, and put each compiled kernel where its
+    launches look first: their JIT functions' in-memory caches, under the key this process
+    computed (the worker's own cache key may differ: Triton caches facts such as ptxas's
+    version per process). The number of programs compiled and installed. A failure is not
+    raised: the launch compiles it here."""
     from concurrent.futures import ThreadPoolExecutor
 
     from triton.compiler import ASTSource, CompiledKernel
@@ -280,14 +290,15 @@ def _compile_on_workers(collected: list[dict]) -> int:
         return 0
     pool = get_pool()
 
-    def one(c) -> bool:
+    def one(group) -> bool:
         try:
-            reply = pool.compile(c["request"])
-            src = ASTSource(c["jit"], c["signature"], c["constants"], c["attrs"])
-            kernel = CompiledKernel(src, reply["group"], reply["hash"])
+            reply = pool.compile(group[0]["request"])
+            for c in group:
+                src = ASTSource(c["jit"], c["signature"], c["constants"], c["attrs"])
+                kernel = CompiledKernel(src, reply["group"], reply["hash"])
+                c["jit"].device_caches[c["device"]][0].setdefault(c["key"], kernel)
         except (WorkerCrashed, WorkerError, OSError, ValueError, KeyError):
             return False
-        c["jit"].device_caches[c["device"]][0].setdefault(c["key"], kernel)
         return True
 
     with ThreadPoolExecutor(min(len(unique), pool.size), thread_name_prefix="lamina-triton") as threads:

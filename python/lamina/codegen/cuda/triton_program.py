@@ -39,9 +39,10 @@ class _Program:
     """One @triton.jit function: a group of stored results with one row structure, in one
     variant ("flat", "persistent" or "looped")."""
 
-    def __init__(self, emitter: "_Emitter", name: str, variant: str):
+    def __init__(self, emitter: "_Emitter", short: str, variant: str):
         self.e = emitter
-        self.name = name
+        self.short = short      # its part of the kernel, unique in the kernel's module: "g0_persistent"
+        self.name = short       # its function name (name_by_content, once its lines are written)
         self.variant = variant
         self.root = _Scope(None, 1)
         self.scope = self.root
@@ -97,6 +98,21 @@ class _Program:
             if re.fullmatch(r"(a\d+(_size\d+|_stride\d+)?|t\d+_size\d+|c\d+_size\d+)", tok):
                 self.use_param(tok)
         return expr
+
+    def name_by_content(self) -> None:
+        """Names the program after the ATen ops its lines compute (their comments) and its part
+        of the kernel, never after the kernel or its graph: the same program generated for
+        another graph, layer or process then has the same source, which Triton's compile
+        caches find (a second graph of the same structure, or a model's repeated layers,
+        compile it once)."""
+        ops: list[str] = []
+        for line in self.root.lines:
+            m = re.search(r"#\s+([A-Za-z_]\w*)(?:\s\s\(|$)", line)   # "# sub  (models.py:64)", "# sub"
+            op = m.group(1).strip("_") if m else ""
+            if op and op not in ops:
+                ops.append(op)
+        tag = "_".join(ops[:3])[:40].strip("_")
+        self.name = f"{tag}_{self.short}" if tag else self.short
 
     def source(self, signature_extra: list[str]) -> str:
         params = self.tensor_params + self.params + signature_extra
