@@ -616,13 +616,13 @@ irdl.dialect @lamina {
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
-  // slice(input) along dim: start, end (exclusive, clamped), step > 0
+  // slice(input) along dim: start, end (exclusive, clamped), step > 0; a bound is an integer, or a symbolic expression string (torch's syntax, as in types) in [0, size] (IRDL's loader takes no any_of of attribute bases, and one irdl.any binds one value: the shape rule checks the kind)
   irdl.operation @slice {
     %input = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
     %dim_attr = irdl.base "#builtin.integer"
-    %start_attr = irdl.base "#builtin.integer"
-    %end_attr = irdl.base "#builtin.integer"
+    %start_attr = irdl.any
+    %end_attr = irdl.any
     %step_attr = irdl.base "#builtin.integer"
     irdl.attributes { "dim" = %dim_attr, "start" = %start_attr, "end" = %end_attr, "step" = %step_attr }
     irdl.operands(input: %input)

@@ -39,3 +39,14 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = "lamina.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A slice bound is an integer or a symbolic expression string, and the expression parses.
+// CHECK: verify.mlir:[[@LINE+3]]:8: error: 'lamina.slice' op start must be an integer or a symbolic expression string
+// CHECK-NEXT: verify.mlir:[[@LINE+3]]:8: error: 'lamina.slice' op symbolic size 's0 +' is not an expression
+func.func @slice_bounds(%x: tensor<?x4xf32, ["s0"]>) -> (tensor<?x4xf32, ["s0"]>, tensor<?x4xf32, ["s0"]>) {
+  %0 = "lamina.slice"(%x) {dim = 0 : i64, start = 1.5, end = "s0", step = 1 : i64} : (tensor<?x4xf32, ["s0"]>) -> tensor<?x4xf32, ["s0"]>
+  %1 = "lamina.slice"(%x) {dim = 0 : i64, start = "1", end = "s0 +", step = 1 : i64} : (tensor<?x4xf32, ["s0"]>) -> tensor<?x4xf32, ["s0"]>
+  return %0, %1 : tensor<?x4xf32, ["s0"]>, tensor<?x4xf32, ["s0"]>
+}

@@ -287,8 +287,12 @@ def _transpose(name, ts, attrs):
     return T.tensor_type([shape[p] for p in perm], t.element_type)
 
 
-def slice_size(size, start: int, end: int, step: int):
-    """Number of elements of input[start:end:step] along one dim (start/end normalized here)."""
+def slice_size(size, start: int | str, end: int | str, step: int):
+    """Number of elements of input[start:end:step] along one dim (start/end normalized here;
+    symbolic bounds come normalized: in [0, size], start <= end)."""
+    if isinstance(start, str) or isinstance(end, str):
+        n = S.combine("-", end, start)
+        return n if step == 1 else S.combine("//", S.combine("+", n, step - 1), step)
     if size is None or size == S.UNKNOWN:
         return S.UNKNOWN
     if isinstance(size, str):
@@ -308,6 +312,9 @@ def _slice(name, ts, attrs):
     dim = normalize_dim(attrs["dim"], t.rank)
     if attrs["step"] <= 0:
         raise ShapeError("lamina.slice needs step > 0")
+    for bound in ("start", "end"):
+        if isinstance(attrs[bound], bool) or not isinstance(attrs[bound], (int, str)):
+            raise ShapeError(f"lamina.slice {bound} must be an integer or a symbolic expression string")
     shape[dim] = slice_size(shape[dim], attrs["start"], attrs["end"], attrs["step"])
     return T.tensor_type(shape, t.element_type)
 
@@ -417,5 +424,12 @@ def check_result_type(op_name: str, operand_types: list[ir.Type], attrs: dict, r
             raise ShapeError(f"lamina.{op_name} cannot change the element type")
         return
     expected = infer_result_type(op_name, operand_types, attrs)
-    if expected != r:
+    if expected != r and not _equivalent_types(expected, r):
         raise ShapeError(f"lamina.{op_name}: result type {r} differs from the inferred {expected}")
+
+
+def _equivalent_types(a: ir.Type, b: ir.Type) -> bool:
+    """Same element type and shape, symbolic sizes possibly stated otherwise (S.equivalent)."""
+    if S.strip(a) != S.strip(b):
+        return False
+    return all(S.equivalent(x, y) for x, y in zip(T.dims_of(a), T.dims_of(b)))

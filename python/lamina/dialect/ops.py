@@ -26,7 +26,7 @@ from . import infer
 class OpSpec:
     name: str                 # without the "lamina." prefix
     operands: tuple[str, ...]
-    attributes: dict          # attribute name -> IRDL base, e.g. "#builtin.dense_array"
+    attributes: dict          # attribute name -> IRDL base, e.g. "#builtin.dense_array" ("any": irdl.any)
     doc: str = ""
 
 
@@ -49,6 +49,9 @@ def _attr_python_value(attr: ir.Attribute):
 def _to_attribute(base: str, value) -> ir.Attribute:
     if isinstance(value, ir.Attribute):
         return value
+    if base == "any":   # (an attribute of several kinds: the Python value's picks it)
+        base = "#builtin.string" if isinstance(value, str) else "#builtin.float" if isinstance(value, float) \
+            else "#builtin.integer"
     if base == "#builtin.dense_array":
         return ir.DenseI64ArrayAttr.get([int(v) for v in value])
     if base == "#builtin.integer":
@@ -89,8 +92,9 @@ def op_specs() -> dict[str, OpSpec]:
                 elif inner.name == "irdl.attributes":
                     names = [ir.StringAttr(a).value for a in ir.ArrayAttr(inner.attributes["attributeValueNames"])]
                     for attr_name, value in zip(names, inner.operands):
-                        base = ir.StringAttr(value.owner.attributes["base_name"]).value
-                        attributes[attr_name] = base
+                        owner = value.owner
+                        attributes[attr_name] = "any" if owner.name == "irdl.any" else \
+                            ir.StringAttr(owner.attributes["base_name"]).value
             specs[name] = OpSpec(name, operands, attributes, docs.get(name, ""))
     return specs
 

@@ -142,6 +142,19 @@ def combine(op: str, a, b) -> int | str:
     return from_sympy({"+": x + y, "-": x - y, "*": x * y}[op])
 
 
+def equivalent(a, b) -> bool:
+    """Two dims of the same size: equal, or expressions sympy proves equal (torch's shape
+    environment states a size as it simplified it under its guards; a rule may state it
+    otherwise)."""
+    if a == b:
+        return True
+    if UNKNOWN in (a, b):
+        return False
+    import sympy
+
+    return sympy.simplify(_to_sympy(str(a)) - _to_sympy(str(b))) == 0
+
+
 def product(dims) -> int | str:
     out: int | str = 1
     for d in dims:

@@ -852,19 +852,80 @@ def slice_(x, dim, start, end, step=1):
     return ops.slice(x, dim=dim, start=start, end=end, step=step)
 
 
-@register("aten.slice.Tensor", check=_static_sliced_dim)
+def _symbolic_bounds(node) -> tuple | None:
+    """(dim, start, end, step) of a slice, narrow, select or slice_scatter whose sliced size
+    or bounds are symbolic, the bounds normalized by slice_bounds and written as expressions
+    (strings: lamina.slice's normalized form); None for a static one. Raises ValueError when
+    torch's size for the slice is not the one the bounds give."""
+    from . import slice_bounds as B
+
+    x = node.args[0].meta["val"]
+    dim = _arg(node, "dim", 0) % max(x.dim(), 1)
+    size = x.shape[dim]
+    target = str(node.target)
+    names = {"aten.slice.Tensor": ("start", "end"), "aten.slice_scatter.default": ("start", "end"),
+             "aten.narrow.default": ("start", "length"), "aten.select.int": ("index",)}[target]
+    args = [_arg(node, n) for n in names]
+    if not B.is_symbolic(size) and not any(B.is_symbolic(v) for v in args):
+        return None
+    step = _arg(node, "step", 1) if "slice" in target else 1
+    if not isinstance(step, int):
+        raise ValueError("a slice with a symbolic step")
+    n = B.term(size)
+    if "slice" in target:
+        start, end = B.python_bounds(n, *(None if v is None else B.term(v) for v in args))
+    else:
+        start = B.wrapped_index(n, B.term(args[0]))
+        end = B.plus(start, B.term(args[1]) if len(args) > 1 else (1, 1))
+    if target == "aten.select.int":
+        want = 1
+    elif target == "aten.slice_scatter.default":   # (the size written: src's)
+        want = node.args[1].meta["val"].shape[dim]
+    else:
+        want = node.meta["val"].shape[dim]
+    bounds = B.checked(start, end, step, want)
+    if bounds is None:
+        raise ValueError(f"torch sized this slice as {want}, not as its bounds {start[0]}..{end[0]} give")
+    return dim, str(bounds[0]), str(bounds[1]), step
+
+
+def _sliceable(node) -> str | None:
+    try:
+        _symbolic_bounds(node)
+    except Exception as e:  # noqa: BLE001 - whatever torch's symbols hold that this does not take
+        return f"slicing along a symbolic dim: {type(e).__name__}: {e}"
+    return None
+
+
+def _symbolic_slice(x, dim, start: str, end: str, step: int = 1):
+    """lamina.slice with normalized symbolic bounds; identity when it takes everything."""
+    if start == "0" and step == 1 and S.equivalent(end, shape(x)[dim]):
+        return x
+    return ops.slice(x, dim=dim, start=start, end=end, step=step)
+
+
+@register("aten.slice.Tensor", check=_sliceable)
 def _slice(imp, node, a):
+    bounds = _symbolic_bounds(node)
+    if bounds is not None:
+        return _symbolic_slice(a.self, *bounds)
     return slice_(a.self, a.dim, a.start, a.end, a.step)
 
 
-@register("aten.narrow.default", check=_static_sliced_dim)
+@register("aten.narrow.default", check=_sliceable)
 def _narrow(imp, node, a):
+    bounds = _symbolic_bounds(node)
+    if bounds is not None:
+        return _symbolic_slice(a.self, *bounds)
     start = a.start % shape(a.self)[a.dim % rank(a.self)] if a.start < 0 else a.start
     return slice_(a.self, a.dim, start, start + a.length)
 
 
-@register("aten.select.int", check=_static_sliced_dim)
+@register("aten.select.int", check=_sliceable)
 def _select(imp, node, a):
+    bounds = _symbolic_bounds(node)
+    if bounds is not None:
+        return reshape(_symbolic_slice(a.self, *bounds), meta_type(node))
     size = shape(a.self)[a.dim % rank(a.self)]
     i = a.index + size if a.index < 0 else a.index
     return reshape(slice_(a.self, a.dim, i, i + 1), meta_type(node))
@@ -913,12 +974,22 @@ def _slice_scatter_check(node):
     return None if step == 1 else f"slice_scatter with step {step}"
 
 
-@register("aten.slice_scatter.default", check=_all_checks(_slice_scatter_check, _static_sliced_dim))
+@register("aten.slice_scatter.default", check=_all_checks(_slice_scatter_check, _sliceable))
 def _slice_scatter(imp, node, a):
     """input with input[start:end] along dim replaced by src (what x[:, 1:].mul_(2) becomes):
     concat(input[:start], src, input[end:]), leaving out empty pieces."""
     x, src = a.self, cast(a.src, elem(a.self))
     dim = a.dim % rank(x)
+    bounds = _symbolic_bounds(node)
+    if bounds is not None:
+        _, start, end, _ = bounds
+        size = str(shape(x)[dim])
+        pieces = ([_symbolic_slice(x, dim, "0", start)] if start != "0" else []) + [src] + \
+            ([_symbolic_slice(x, dim, end, size)] if not S.equivalent(end, size) else [])
+        out = pieces[0]
+        for p in pieces[1:]:
+            out = ops.concat(out, p, dim=dim)
+        return out
     size = shape(x)[dim]
     start = 0 if a.start is None else (a.start + size if a.start < 0 else a.start)
     end = size if a.end is None else (a.end + size if a.end < 0 else a.end)

@@ -1073,12 +1073,19 @@ def _lower_slice(op: ir.Operation) -> ir.Value:
     attrs = ops.attributes_of(op)
     si = _shape(x)
     dim = infer.normalize_dim(int(attrs["dim"]), len(si))
-    start, end, step = int(attrs["start"]), int(attrs["end"]), int(attrs["step"])
+    start, end, step = attrs["start"], attrs["end"], int(attrs["step"])
     offsets = [0] * len(si)
     sizes: list = [s if s is not None else _dim(x, i) for i, s in enumerate(si)]
     strides = [1] * len(si)
     strides[dim] = step
-    if si[dim] is not None:
+    if isinstance(start, str) or isinstance(end, str):
+        # symbolic bounds, normalized by the importer (in [0, size], start <= end): the
+        # offset is start, the size the result's
+        start = S.simplify(start) if isinstance(start, str) else start
+        offsets[dim] = start if isinstance(start, int) else S.materialize(start, _current["symbols"])
+        n = T.shape_of(rt)[dim]
+        sizes[dim] = n if n is not None else _result_size(rt, dim)
+    elif si[dim] is not None:
         offsets[dim], sizes[dim] = _slice_offsets(si[dim], start, end, step)
     else:
         # Runtime normalization: clamp(start/end (+size if negative), 0, size).

@@ -220,6 +220,8 @@ def evaluate(op: ir.Operation, args: list[np.ndarray], result_shape) -> np.ndarr
     if name == "slice":
         if result_shape is None:
             return args[0]
+        if isinstance(attrs["start"], str) or isinstance(attrs["end"], str):
+            raise _Skip()   # (symbolic bounds: the operand's shape is not static either)
         x = args[0]
         dim = infer.normalize_dim(attrs["dim"], x.ndim)
         index = [slice(None)] * x.ndim

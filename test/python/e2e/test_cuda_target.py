@@ -178,6 +178,24 @@ def test_edge_cases():
     _assert_cuda_records(before)
 
 
+def test_reductions_of_reductions(tmp_path):
+    """A reduction of another's results along its lanes (a row sum then their total; row
+    variances then their max; a loss) gets the inner results computed into a temporary by a
+    program of its own: one kernel, two programs, no fallback."""
+    def f(x, w):
+        var = (x - x.mean(-1, keepdim=True)).pow(2).sum(-1)
+        return (x * w).sum(-1).sum(), var.amax(), ((x @ w.t()).sum(-1) - 1).pow(2).mean()
+
+    before = len(lamina.backend.reports())
+    x, w = torch.randn(37, 300, device=DEVICE), torch.randn(300, device=DEVICE).expand(37, 300)
+    got = torch.compile(f, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})(x, w)
+    for g, want in zip(got, f(x, w)):
+        torch.testing.assert_close(g, want, rtol=1e-4, atol=1e-3)
+    _assert_cuda_records(before)
+    programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+    assert "t0 = torch.empty(" in programs
+
+
 def test_generated_source_in_the_dump(tmp_path):
     def f(x):
         return torch.sin(x) ** 2 + torch.cos(x) ** 2

@@ -266,7 +266,7 @@ case("grid_sample[3d]", lambda x, gr: tuple(F.grid_sample(x, gr, mode=m, padding
 # mode (the smallest most frequent value, its last position) and histc (data range, given
 # range, values outside, the top edge): decompositions in backend/decompositions.py
 # (mode on the cuda target: its count-then-select rows are nested reductions in one fused
-# kernel, which the Triton emitter does not split yet: it falls back there, reported)
+# kernel: the counts get a program of their own, NestedReduction in triton_emit.py)
 case("histc", lambda x: (torch.histc(x, 7), torch.histc(x, 4, min=0.5, max=2), torch.histc(x[:, :1] * 0 + 1, 3)),
      randint(0, 4, 5, 9, seed=5).float())
 # histogram (ATen's interpolation + local search among the edges: counts equal to eager's;
@@ -280,9 +280,8 @@ case("nonzero_static", lambda x: (torch.nonzero_static(x > 0.3, size=6), torch.n
 # pdist (the upper triangle's pairs: triu_indices, a constant table) for several p, one row
 case("pdist_triangles", lambda x: (F.pdist(x), F.pdist(x, 1), F.pdist(x, float("inf")), F.pdist(x[:1]),
                                    torch.triu_indices(4, 5, 1), torch.tril_indices(3, 3, -1)), randn(6, 5, seed=7))
-if os.environ.get("LAMINA_TARGET") != "cuda":
-    case("mode", lambda x, i: (torch.mode(x, 1), torch.mode(i, 0, keepdim=True), torch.mode(x[0])),
-         randint(0, 4, 5, 9, seed=5).float(), randint(-2, 3, 6, 4, seed=6))
+case("mode", lambda x, i: (torch.mode(x, 1), torch.mode(i, 0, keepdim=True), torch.mode(x[0])),
+     randint(0, 4, 5, 9, seed=5).float(), randint(-2, 3, 6, 4, seed=6))
 # integer, bool and float64 -> bf16 / f16 (LLVM lowers some through compiler-rt's
 # __truncsfbf2: resolved by the compile worker's link, codegen/shared_object.py)
 case("convert[to_half]", lambda i, u, b, d: (i.bfloat16(), i.half(), u.bfloat16(), b.bfloat16(), b.half(),

@@ -42,7 +42,7 @@ from mlir import ir
 from ...dialect import types as T
 from ...lowering.tiling import _is_contraction
 from ..conv_library import is_convolution
-from .triton_ir import (Unsupported, _add, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
+from .triton_ir import (NestedReduction, Unsupported, _add, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
                         _readers,  # noqa: F401 (re-exported)
                         _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
                         _slice_src_sets)
@@ -776,16 +776,26 @@ class _KernelCodegen(_Emitter):
             variants = ["persistent", "looped"]
         built = {}
         for variant in variants:
-            p = _Program(self, f"{name}_{variant}", variant)
-            info = _ProgramBuilder(self, p, shape, rows, items).build()
+            p, info = self._build(f"{name}_{variant}", variant, shape, rows, items)
             if variant == "flat" and len(shape) >= 2 and self._reads_or_writes_channels_last(p, items):
-                p = _Program(self, f"{name}_tiled", "tiled")
-                info = _ProgramBuilder(self, p, shape, rows, items).build()
+                p, info = self._build(f"{name}_tiled", "tiled", shape, rows, items)
                 variant = "tiled"
             p.name_by_content()
             built[variant] = (p, info)
             self.programs.append((p, info))
         self._launch_group(name, shape, rows, built)
+
+    def _build(self, short: str, variant: str, shape, rows, items) -> tuple[_Program, dict]:
+        """One program of a group; a reduction its values read per lane (NestedReduction) is
+        computed into a temporary first, by a program launched before this one."""
+        while True:
+            p = _Program(self, short, variant)
+            try:
+                return p, _ProgramBuilder(self, p, shape, rows, items).build()
+            except NestedReduction as e:
+                if e.value in self.materialized:
+                    raise Unsupported(str(e)) from None
+                self._materialize(e.value)
 
     def _reads_or_writes_channels_last(self, p, items) -> bool:
         """The program reads a channels-last temporary or an argument the memory plan laid out

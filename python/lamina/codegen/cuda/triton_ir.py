@@ -21,6 +21,16 @@ class Unsupported(Exception):
     """The kernel uses something this code generator does not handle (the graph falls back)."""
 
 
+class NestedReduction(Unsupported):
+    """A reduction's result read per lane of another reduction (x.sum(-1).sum(), mode's
+    counts of equal pairs): a program reduces over its lanes once, so `value` is computed
+    into a temporary by a program of its own first (the emitter retries the group)."""
+
+    def __init__(self, value):
+        super().__init__("a reduction read at a lane-dependent index (nested reductions)")
+        self.value = value
+
+
 def _is_int(s: str) -> bool:
     return re.fullmatch(r"-?\d+", s) is not None
 

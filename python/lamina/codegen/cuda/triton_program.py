@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from ...lowering.vector_math import _constant_value
-from .triton_ir import (Unsupported, _add, _affine_results, _const_val, _dense_constants, _dim_pos,
+from .triton_ir import (NestedReduction, Unsupported, _add, _affine_results, _const_val, _dense_constants, _dim_pos,
                         _dropped_dims, _elem, _is_int, _kinds, _maps, _mul, _op_name_of, _owner, _prod,
                         _result_index, _scalar_literal, _tl)
 
@@ -872,7 +872,7 @@ class _ProgramBuilder:
             if kd == "parallel" and loop[i] is None:
                 raise Unsupported("a reduction whose output drops a parallel loop")
             if kd == "parallel" and re.search(r"\br\w*", loop[i] or ""):
-                raise Unsupported("a reduction read at a lane-dependent index (nested reductions)")
+                raise NestedReduction(op.results[res])
         extents = [self._loop_extent(op, d) for d in red_dims]
         L = p.sizes_in_kernel(_prod(extents))
         self._domain(L)
