@@ -23,6 +23,7 @@ torch allows TF32 for matmuls (then eager's bmm uses TF32 too).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from mlir import ir
@@ -377,6 +378,7 @@ def emit(cg, chain: AttentionChain) -> None:
     p.emit(f"tl.store(fo + fb * o_st0 + xq * o_st1 + dv * o_st2, o.to({_tl(out_elem)}), mask=xmask{dvm})")
     for nm, _ in scalars:
         p.use_param(nm)
+    p.unspecialized = [nm for nm, _ in scalars if re.fullmatch(r"(q|k|v)_sz\d+|fS\d+", nm)]
     p.name_by_content()
 
     # -- the launch ------------------------------------------------------------------------------

@@ -50,6 +50,10 @@ class _Program:
         self.params: list[str] = []       # scalar parameters used (sizes, strides, symbols)
         self.tensor_params: list[str] = []
         self.loop_names = {"r", "roff"}   # names that vary inside a lane loop
+        # int parameters Triton should not specialize on (sizes that only split a program
+        # id into indices: their divisibility by 16 buys nothing, and a new compile per
+        # batch or head count would)
+        self.unspecialized: list[str] = []
 
     # -- emission ---------------------------------------------------------------------------
     def fresh(self, prefix: str = "v") -> str:
@@ -116,7 +120,8 @@ class _Program:
 
     def source(self, signature_extra: list[str]) -> str:
         params = self.tensor_params + self.params + signature_extra
-        head = f"@triton.jit\ndef {self.name}({', '.join(params)}):"
+        jit = f"@triton.jit(do_not_specialize={self.unspecialized!r})" if self.unspecialized else "@triton.jit"
+        head = f"{jit}\ndef {self.name}({', '.join(params)}):"
         return head + "\n" + "\n".join(self.root.lines) + "\n"
 
 
