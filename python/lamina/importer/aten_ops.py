@@ -897,7 +897,7 @@ def _sliceable(node) -> str | None:
     return None
 
 
-def _symbolic_slice(x, dim, start: str, end: str, step: int = 1):
+def symbolic_slice(x, dim, start: str, end: str, step: int = 1):
     """lamina.slice with normalized symbolic bounds; identity when it takes everything."""
     if start == "0" and step == 1 and S.equivalent(end, shape(x)[dim]):
         return x
@@ -908,7 +908,7 @@ def _symbolic_slice(x, dim, start: str, end: str, step: int = 1):
 def _slice(imp, node, a):
     bounds = _symbolic_bounds(node)
     if bounds is not None:
-        return _symbolic_slice(a.self, *bounds)
+        return symbolic_slice(a.self, *bounds)
     return slice_(a.self, a.dim, a.start, a.end, a.step)
 
 
@@ -916,7 +916,7 @@ def _slice(imp, node, a):
 def _narrow(imp, node, a):
     bounds = _symbolic_bounds(node)
     if bounds is not None:
-        return _symbolic_slice(a.self, *bounds)
+        return symbolic_slice(a.self, *bounds)
     start = a.start % shape(a.self)[a.dim % rank(a.self)] if a.start < 0 else a.start
     return slice_(a.self, a.dim, start, start + a.length)
 
@@ -925,7 +925,7 @@ def _narrow(imp, node, a):
 def _select(imp, node, a):
     bounds = _symbolic_bounds(node)
     if bounds is not None:
-        return reshape(_symbolic_slice(a.self, *bounds), meta_type(node))
+        return reshape(symbolic_slice(a.self, *bounds), meta_type(node))
     size = shape(a.self)[a.dim % rank(a.self)]
     i = a.index + size if a.index < 0 else a.index
     return reshape(slice_(a.self, a.dim, i, i + 1), meta_type(node))
@@ -984,8 +984,8 @@ def _slice_scatter(imp, node, a):
     if bounds is not None:
         _, start, end, _ = bounds
         size = str(shape(x)[dim])
-        pieces = ([_symbolic_slice(x, dim, "0", start)] if start != "0" else []) + [src] + \
-            ([_symbolic_slice(x, dim, end, size)] if not S.equivalent(end, size) else [])
+        pieces = ([symbolic_slice(x, dim, "0", start)] if start != "0" else []) + [src] + \
+            ([symbolic_slice(x, dim, end, size)] if not S.equivalent(end, size) else [])
         out = pieces[0]
         for p in pieces[1:]:
             out = ops.concat(out, p, dim=dim)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import torch
 
 from ..dialect import ops
+from ..dialect import symbols as S
 from ..dialect import types as T
-from .aten_ops import _static_args, constant, constant_from_array, elem, meta_type, rank, register, shape, slice_, static_dims
+from .aten_ops import (_static_args, constant, constant_from_array, elem, meta_type, rank, register, shape, slice_,
+                       static_dims, symbolic_slice)
 
 
 def _flip_dims(node, x):
@@ -39,7 +41,7 @@ def _flip(imp, node, a):
     return x
 
 
-@register("aten.constant_pad_nd.default", check=static_dims(_pad_dims))
+@register("aten.constant_pad_nd.default")
 def _constant_pad_nd(imp, node, a):
     x = a.self
     pad = list(a.pad)
@@ -49,8 +51,9 @@ def _constant_pad_nd(imp, node, a):
         d = rank(x) - 1 - i
         lo, hi = int(pad[2 * i]), int(pad[2 * i + 1])
         n = shape(x)[d]
-        if lo < 0 or hi < 0:   # negative pads cut
-            x = slice_(x, d, max(-lo, 0), n - max(-hi, 0))
+        if lo < 0 or hi < 0:   # negative pads cut (torch checks the size stays >= 0)
+            x = slice_(x, d, max(-lo, 0), n - max(-hi, 0)) if isinstance(n, int) else \
+                symbolic_slice(x, d, str(max(-lo, 0)), str(S.combine("-", n, max(-hi, 0))))
         parts = []
         for amount in (lo, hi):
             if amount > 0:
