@@ -512,6 +512,17 @@ class FxImporter:
         self.scalar_values[node] = out
         return out
 
+    def size_value(self, dim) -> ir.Value:
+        """A size (an int or a symbolic expression) as a rank-0 i64 tensor, computed from the
+        graph's symbols: index arithmetic on sizes that may be symbolic (gather's flat
+        positions)."""
+        from . import aten_ops
+
+        if isinstance(dim, int):
+            return aten_ops.constant(dim, "i64")
+        i64 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(64))
+        return dialect.ops.size(S.materialize(dim, _SymbolLookup(self.symbols)), result_type=i64)
+
     def fail(self, node, msg):
         raise LaminaImportError(msg, node)
 

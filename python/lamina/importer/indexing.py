@@ -16,8 +16,10 @@ import math
 
 import numpy as np
 import torch
+from mlir import ir
 
 from ..dialect import ops
+from ..dialect import symbols as S
 from ..dialect import types as T
 from .aten_ops import cast, constant, constant_from_array, elem, meta_type, rank, register, shape
 
@@ -37,26 +39,54 @@ def _index_check(node) -> str | None:
     if any(t is not None and not isinstance(t, torch.Tensor) for t in idx):
         return "an index that is not a tensor"
     for d, t in enumerate(idx):
-        if t is not None and not isinstance(x.shape[d], int):
-            return "an indexed dim of symbolic size (not supported yet)"
-        if t is not None and x.shape[d] == 0 and t.numel() != 0:
+        if t is not None and isinstance(x.shape[d], int) and x.shape[d] == 0 and not _empty(t.shape):
             return "an index into a dim of size 0 (eager raises IndexError)"
     return None
 
 
-def _wrapped(index, size: int):
+def _wrapped(index, size, imp=None):
     """`index` (any integer type) as i64 in [0, size): negative counts from the end, and an
-    index out of range is clamped (a read inside x)."""
+    index out of range is clamped (a read inside x). A symbolic `size` needs the importer
+    `imp` (its value is computed from the graph's symbols)."""
     i = cast(index, T.element_type(_I64))
-    n = constant(size, _I64)
+    n = _dim(imp, size)
     i = ops.where(ops.lt(i, constant(0, _I64)), ops.add(i, n), i)
-    return ops.minimum(ops.maximum(i, constant(0, _I64)), constant(max(size - 1, 0), _I64))
+    last = constant(max(size - 1, 0), _I64) if isinstance(size, int) else \
+        ops.maximum(ops.sub(n, constant(1, _I64)), constant(0, _I64))
+    return ops.minimum(ops.maximum(i, constant(0, _I64)), last)
+
+
+def _dim(imp, n) -> ir.Value:
+    """A size, static or symbolic, as a rank-0 i64 tensor."""
+    return constant(n, _I64) if isinstance(n, int) else imp.size_value(n)
+
+
+def _strides(sizes) -> list:
+    """Row-major strides of `sizes` (ints, or expressions where a size is symbolic)."""
+    return [S.product(sizes[d + 1:]) for d in range(len(sizes))]
+
+
+def _positions_along(imp, d: int, sizes, stride):
+    """(position along dim d) * stride, as a [1, .., n_d, .., 1] i64 tensor (a table of
+    constants when both are static; else an iota times the stride's value)."""
+    r, n = len(sizes), sizes[d]
+    line = [n if e == d else 1 for e in range(r)]
+    if isinstance(n, int) and isinstance(stride, int):
+        return constant_from_array(np.arange(n, dtype=np.int64).reshape(line) * stride, T.element_type(_I64))
+    iota = ops.reshape(ops.iota(result_type=T.tensor_type([n], T.element_type(_I64))),
+                       result_type=T.tensor_type(line, T.element_type(_I64)))
+    return iota if stride == 1 else ops.mul(iota, _dim(imp, stride))
+
+
+def _empty(sizes) -> bool:
+    """A shape known to hold no element (a static 0 among its sizes)."""
+    return any(n == 0 for n in sizes if isinstance(n, int))
 
 
 def _flatten_dims(x, start: int, count: int):
     """x with dims [start, start + count) merged into one."""
     s = shape(x)
-    merged = s[:start] + [math.prod(s[start:start + count])] + s[start + count:]
+    merged = s[:start] + [S.product(s[start:start + count])] + s[start + count:]
     return x if count == 1 else ops.reshape(x, result_type=T.tensor_type(merged, elem(x)))
 
 
@@ -80,44 +110,42 @@ def _index(imp, node, a):
     start, sizes = positions[0], [shape(x)[d] for d in positions]
     flat = None
     for d, size in zip(positions, sizes):   # Horner: ((i0 * n1) + i1) * n2 + i2 ...
-        i = _wrapped(indices[d], size)
-        flat = i if flat is None else ops.add(ops.mul(flat, constant(size, _I64)), i)
+        i = _wrapped(indices[d], size, imp)
+        flat = i if flat is None else ops.add(ops.mul(flat, _dim(imp, size)), i)
     return ops.index_select(_flatten_dims(x, start, len(positions)), flat, dim=start)
 
 
 def _gather_check(node) -> str | None:
     x, idx = node.args[0].meta.get("val"), node.args[2].meta.get("val")
-    if any(not isinstance(s, int) for s in (*x.shape, *idx.shape)):
-        return "gather with symbolic sizes (not supported yet)"
     if node.kwargs.get("sparse_grad"):
         return "gather with sparse_grad"
     dim = node.args[1] % max(x.dim(), 1)
-    if x.dim() and x.shape[dim] == 0 and idx.numel() != 0:
+    if x.dim() and isinstance(x.shape[dim], int) and x.shape[dim] == 0 and idx.numel() != 0:
         return "gather from a dim of size 0 (eager raises)"
     return None
 
 
 @register("aten.gather.default", check=_gather_check)
 def _gather(imp, node, a):
-    return take_along_dim(a.self, a.index, a.dim)
+    return take_along_dim(a.self, a.index, a.dim, imp)
 
 
-def take_along_dim(x, idx, dim: int):
-    """gather(x, dim, idx) for static shapes, indices wrapped and clamped into range."""
+def take_along_dim(x, idx, dim: int, imp=None):
+    """gather(x, dim, idx), indices wrapped and clamped into range (symbolic sizes need the
+    importer `imp`)."""
     r = rank(x)
     if r == 0:   # a 0-d x: every index must be 0 (or -1); the value, in idx's shape
         return ops.broadcast_to(x, result_type=T.tensor_type(shape(idx), elem(x)))
     dim = dim % r
     xs, ishape = shape(x), shape(idx)
-    strides = [math.prod(xs[d + 1:]) for d in range(r)]
-    flat = ops.mul(_wrapped(idx, xs[dim]), constant(strides[dim], _I64))
+    strides = _strides(xs)
+    flat = _wrapped(idx, xs[dim], imp)
+    if strides[dim] != 1:
+        flat = ops.mul(flat, _dim(imp, strides[dim]))
     for d in range(r):
-        if d == dim or ishape[d] == 1:
-            continue
-        # p_d * stride_d as a [1, .., n_d, .., 1] table, broadcast by the add
-        table = np.arange(ishape[d], dtype=np.int64).reshape([ishape[d] if e == d else 1 for e in range(r)])
-        flat = ops.add(flat, constant_from_array(table * strides[d], T.element_type(_I64)))
-    whole = ops.reshape(x, result_type=T.tensor_type([math.prod(xs)], elem(x)))
+        if d != dim and ishape[d] != 1:   # p_d * stride_d, broadcast by the add
+            flat = ops.add(flat, _positions_along(imp, d, ishape, strides[d]))
+    whole = ops.reshape(x, result_type=T.tensor_type([S.product(xs)], elem(x)))
     return ops.index_select(whole, flat, dim=0)
 
 
@@ -131,21 +159,19 @@ _REDUCE = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul", "amax":
 
 def _scatter_flat(x, flat, updates, reduce: str):
     """lamina.scatter of `updates` into x at the flat positions `flat` (same shape)."""
-    n = math.prod(shape(flat))
+    n = S.product(shape(flat))
     as_1d = lambda v: ops.reshape(v, result_type=T.tensor_type([n], elem(v)))   # noqa: E731
-    whole = ops.reshape(x, result_type=T.tensor_type([math.prod(shape(x))], elem(x)))
+    whole = ops.reshape(x, result_type=T.tensor_type([S.product(shape(x))], elem(x)))
     out = ops.scatter(whole, as_1d(flat), as_1d(updates), reduce=reduce)
     return ops.reshape(out, result_type=x.type)
 
 
-def _iota_offsets(flat, dims, sizes, strides):
-    """flat + sum over `dims` of (position along d) * strides[d], as broadcast [1, n_d, 1] tables."""
-    r = len(sizes)
+def _iota_offsets(flat, dims, sizes, strides, imp=None):
+    """flat + sum over `dims` of (position along d) * strides[d], broadcast [1, n_d, 1] terms."""
     for d in dims:
         if sizes[d] == 1 or strides[d] == 0:
             continue
-        table = np.arange(sizes[d], dtype=np.int64).reshape([sizes[d] if e == d else 1 for e in range(r)])
-        flat = ops.add(flat, constant_from_array(table * strides[d], T.element_type(_I64)))
+        flat = ops.add(flat, _positions_along(imp, d, sizes, strides[d]))
     return flat
 
 
@@ -164,17 +190,14 @@ def _mask_put_check(x, indices, values) -> str | None:
 
 def _index_put_check(node) -> str | None:
     x = node.args[0].meta.get("val")
-    if any(not isinstance(s, int) for s in x.shape):
-        return "index_put with symbolic sizes (not supported yet)"
     indices = [None if t is None else t.meta.get("val") for t in node.args[1]]
     if any(v is not None and v.dtype in (torch.bool, torch.uint8) for v in indices):
+        if any(not isinstance(s, int) for s in x.shape):
+            return "index_put with a boolean mask and symbolic sizes (not supported yet)"
         bad = _mask_put_check(x, indices, node.args[2].meta.get("val") if isinstance(node.args[2], torch.fx.Node) else None)
         if bad or (x.dtype == torch.bool and len(node.args) > 3 and node.args[3]):
             return bad or "index_put accumulating bools"
         return None
-    for v in indices:
-        if v is not None and any(not isinstance(s, int) for s in v.shape):
-            return "index_put with symbolic index sizes (not supported yet)"
     if x.dtype == torch.bool and len(node.args) > 3 and node.args[3]:
         return "index_put accumulating bools"
     return None
@@ -229,11 +252,12 @@ def _index_put(imp, node, a):
     if not positions:
         return x
     xs = shape(x)
-    strides = [math.prod(xs[d + 1:]) for d in range(len(xs))]
+    strides = _strides(xs)
     start, k = positions[0], len(positions)
     flat = None   # the indexed dims' part of the flat position, in the broadcast index shape
     for d in positions:
-        part = ops.mul(_wrapped(indices[d], xs[d]), constant(strides[d], _I64))
+        part = _wrapped(indices[d], xs[d], imp)
+        part = part if strides[d] == 1 else ops.mul(part, _dim(imp, strides[d]))
         flat = part if flat is None else ops.add(flat, part)
     bshape = shape(flat)
     # the updated region x[indices] has shape pre + B + post: lay flat out in it
@@ -243,7 +267,7 @@ def _index_put(imp, node, a):
     others = list(range(len(pre))) + list(range(len(pre) + len(bshape), len(region)))
     region_strides = [strides[d] for d in range(len(pre))] + [0] * len(bshape) + [strides[start + k + j] for j in range(len(post))]
     flat = ops.broadcast_to(flat, result_type=T.tensor_type(region, _elem_i64())) if shape(flat) != region else flat
-    flat = _iota_offsets(flat, others, region, region_strides)
+    flat = _iota_offsets(flat, others, region, region_strides, imp)
     values = cast(a["values"], elem(x))   # (a.values is dict.values)
     if shape(values) != region:
         values = ops.broadcast_to(values, result_type=T.tensor_type(region, elem(x)))
@@ -258,30 +282,32 @@ def _elem_i64():
     return T.element_type(_I64)
 
 
-def _scatter_positions(x, dim: int, idx):
+def _scatter_positions(x, dim: int, idx, imp=None):
     """Flat positions in x of scatter(x, dim, idx, ...): idx at `dim`, the element's own
     position elsewhere."""
     r = rank(x)
     xs, ishape = shape(x), shape(idx)
-    strides = [math.prod(xs[d + 1:]) for d in range(r)]
-    flat = ops.mul(_wrapped(idx, xs[dim]), constant(strides[dim], _I64))
-    return _iota_offsets(flat, [d for d in range(r) if d != dim], ishape, strides)
+    strides = _strides(xs)
+    flat = _wrapped(idx, xs[dim], imp)
+    if strides[dim] != 1:
+        flat = ops.mul(flat, _dim(imp, strides[dim]))
+    return _iota_offsets(flat, [d for d in range(r) if d != dim], ishape, strides, imp)
 
 
 def _src_region(src, ishape):
     """The leading index-shaped block of src (scatter reads only that much of it)."""
-    from .aten_ops import slice_
+    from .aten_ops import slice_, symbolic_slice
 
     for d, n in enumerate(ishape):
-        if shape(src)[d] != n:
-            src = slice_(src, d, 0, n)
+        have = shape(src)[d]
+        if not S.equivalent(have, n):   # (torch checks n <= have)
+            src = slice_(src, d, 0, n) if isinstance(have, int) and isinstance(n, int) else \
+                symbolic_slice(src, d, "0", str(n))
     return src
 
 
 def _scatter_check(node) -> str | None:
     x, idx = node.args[0].meta.get("val"), node.args[2].meta.get("val")
-    if any(not isinstance(s, int) for s in (*x.shape, *idx.shape)):
-        return "scatter with symbolic sizes (not supported yet)"
     reduce = node.kwargs.get("reduce", node.args[4] if len(node.args) > 4 else None)
     if reduce is not None and reduce not in _REDUCE and reduce != "mean":
         return f"scatter reduce={reduce!r}"
@@ -289,10 +315,12 @@ def _scatter_check(node) -> str | None:
         return "scatter_reduce mean of integers (torch floors the mean)"
     if x.dtype == torch.bool and reduce is not None:
         return "a scatter reduction of bools"
-    if x.dim() == 0 or idx.numel() == 0:
+    if x.dim() == 0 and any(not isinstance(n, int) for n in idx.shape):
+        return "a scatter into a 0-d tensor at indices of symbolic shape (not supported yet)"
+    if x.dim() == 0 or _empty(idx.shape):
         return None
     dim = node.args[1] % x.dim()
-    if x.shape[dim] == 0:
+    if isinstance(x.shape[dim], int) and x.shape[dim] == 0:
         return "a scatter into a dim of size 0 (eager raises)"
     return None
 
@@ -301,8 +329,8 @@ def _scatter_check(node) -> str | None:
           "aten.scatter_add.default", check=_scatter_check)
 def _scatter(imp, node, a):
     x, idx = a.self, a.index
-    if rank(x) == 0 or math.prod(shape(idx)) == 0:
-        return _scatter_0d(x, a, node) if rank(x) == 0 and math.prod(shape(idx)) else x
+    if rank(x) == 0 or _empty(shape(idx)):
+        return _scatter_0d(x, a, node) if rank(x) == 0 and not _empty(shape(idx)) else x
     dim = a.dim % rank(x)
     src = a.get("src")
     if src is None:
@@ -313,7 +341,7 @@ def _scatter(imp, node, a):
         reduce = "add"
     else:
         reduce = _REDUCE[a.reduce] if a.get("reduce") else "none"
-    return _scatter_flat(x, _scatter_positions(x, dim, idx), src, reduce)
+    return _scatter_flat(x, _scatter_positions(x, dim, idx, imp), src, reduce)
 
 
 def _scatter_0d(x, a, node):
@@ -344,26 +372,26 @@ def _identity(reduce: str, et):
 @register("aten.scatter_reduce.two", check=_scatter_check)
 def _scatter_reduce(imp, node, a):
     x, idx = a.self, a.index
-    if math.prod(shape(idx)) == 0:
+    if _empty(shape(idx)):
         return x
     if rank(x) == 0:   # every index addresses the one element: as 1-D
         return _as_0d(_scatter_reduce_into(_as_1d(x), 0, _as_1d(idx), _as_1d(a.src), a.reduce, a.include_self))
-    return _scatter_reduce_into(x, a.dim % rank(x), idx, a.src, a.reduce, a.include_self)
+    return _scatter_reduce_into(x, a.dim % rank(x), idx, a.src, a.reduce, a.include_self, imp)
 
 
 def _as_1d(v):
-    return ops.reshape(v, result_type=T.tensor_type([math.prod(shape(v))], elem(v)))
+    return ops.reshape(v, result_type=T.tensor_type([S.product(shape(v))], elem(v)))
 
 
 def _as_0d(v):
     return ops.reshape(v, result_type=T.tensor_type([], elem(v)))
 
 
-def _scatter_reduce_into(x, dim: int, idx, src, reduce_name: str, include_self: bool):
+def _scatter_reduce_into(x, dim: int, idx, src, reduce_name: str, include_self: bool, imp=None):
     """scatter_reduce(x, dim, idx, src, reduce_name, include_self) for a rank >= 1 x."""
     et = elem(x)
     src = cast(_src_region(src, shape(idx)), et)
-    pos = _scatter_positions(x, dim, idx)
+    pos = _scatter_positions(x, dim, idx, imp)
     mean = reduce_name == "mean"
     reduce = "add" if mean else _REDUCE[reduce_name]
     base = x

@@ -1213,7 +1213,9 @@ def lower_op(op: ir.Operation, symbolic_dims: dict | None = None, symbols: dict 
         with ir.InsertionPoint(op), op.location:
             new = _wrap(tensor.cast(_st_type(op.results[0].type), _st(new)), op.results[0].type)
     if op.results[0] in symbolic_dims:
-        symbolic_dims.setdefault(new, symbolic_dims[op.results[0]])
+        # (assigned, not setdefault: values are keyed by their IR object's address, and a
+        # new value may reuse the address of one erased before; its entry is stale)
+        symbolic_dims[new] = symbolic_dims.pop(op.results[0])
     op.results[0].replace_all_uses_with(new)
     op.erase()
 

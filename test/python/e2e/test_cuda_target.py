@@ -196,6 +196,28 @@ def test_reductions_of_reductions(tmp_path):
     assert "t0 = torch.empty(" in programs
 
 
+def test_losses_gathering_from_row_reductions():
+    """cross_entropy and friends read a row reduction (log_softmax's max and sum) at a row
+    chosen per lane by a gathered index: a nested reduction even though no index is named
+    after the lanes (it was computed from them). Before lanes were traced through the
+    program's variables, the row statistics were taken at the wrong rows (a wrong loss)."""
+    import torch.nn.functional as F
+
+    def losses(x, t, w):
+        t_ignored = torch.where(t == 2, -100, t)
+        return (F.cross_entropy(x, t), F.cross_entropy(x, t_ignored, weight=w, reduction="sum"),
+                F.cross_entropy(x, t, label_smoothing=0.1), F.cross_entropy(x, t, reduction="none"),
+                F.nll_loss(F.log_softmax(x, 1), t), x.softmax(-1).gather(1, t[:, None]).sum())
+
+    before = len(lamina.backend.reports())
+    x, t = torch.randn(13, 7, device=DEVICE) * 3, torch.randint(0, 7, (13,), device=DEVICE)
+    w = torch.rand(7, device=DEVICE) + 0.5
+    got = _compiled(losses)(x, t, w)
+    for g, want in zip(got, losses(x.double(), t, w.double())):
+        torch.testing.assert_close(g.double(), want, rtol=1e-5, atol=1e-5)
+    _assert_cuda_records(before)
+
+
 def test_generated_source_in_the_dump(tmp_path):
     def f(x):
         return torch.sin(x) ** 2 + torch.cos(x) ** 2

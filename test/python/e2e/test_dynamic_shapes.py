@@ -224,3 +224,33 @@ def test_training_through_symbolic_slices():
         loss(x, w).backward()
         torch.testing.assert_close(got, (x.grad, w.grad), rtol=1e-5, atol=1e-6)
     _assert_no_fallback(_records_since(before))
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+def test_gathers_and_scatters_with_a_changing_batch(target):
+    """cross_entropy / nll_loss (a gather at each row's target), gather, scatter_add and
+    x[index] with a symbolic batch (dynamo's automatic dynamic after a smaller batch): index arithmetic on
+    symbolic sizes, no fallback, eager's values and gradients."""
+    import torch.nn.functional as F
+
+    def step(x, t):
+        loss = F.cross_entropy(x, t) + F.nll_loss(F.log_softmax(x, 1), t, reduction="sum") * 0.5
+        picked = torch.gather(x, 1, t[:, None])
+        spread = torch.zeros_like(x).scatter_add(1, t[:, None].expand(-1, 2), x[:, :2])
+        rows = x[t % x.shape[0]]   # advanced indexing along the symbolic dim
+        return loss + picked.sum() + (spread * x).sum() + (rows * rows).sum()
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="lamina", options={"strict": True, "target": target})
+    before = len(lamina.backend.reports())
+    for n in (8, 5, 3):
+        x, t = torch.randn(n, 6, requires_grad=True), torch.randint(0, 6, (n,))
+        got = compiled(x, t)
+        got.backward()
+        grad, x.grad = x.grad, None
+        want = step(x, t)
+        want.backward()
+        torch.testing.assert_close((got, grad), (want, x.grad), rtol=1e-5, atol=1e-5)
+    records = _records_since(before)
+    _assert_no_fallback(records)
+    assert any(r["dynamic"] for r in records), records

@@ -50,6 +50,7 @@ class _Program:
         self.params: list[str] = []       # scalar parameters used (sizes, strides, symbols)
         self.tensor_params: list[str] = []
         self.loop_names = {"r", "roff"}   # names that vary inside a lane loop
+        self.defs: dict[str, list[str]] = {}   # variable -> the expressions assigned to it
         # int parameters Triton should not specialize on (sizes that only split a program
         # id into indices: their divisibility by 16 buys nothing, and a new compile per
         # batch or head count would)
@@ -63,9 +64,28 @@ class _Program:
     def emit(self, line: str, scope: _Scope | None = None) -> None:
         s = scope or self.scope
         s.lines.append("    " * s.indent + line)
-        m = re.match(r"\s*([A-Za-z_]\w*) = ", line)
-        if m and s is not self.root:
-            self.loop_names.add(m.group(1))
+        m = re.match(r"\s*([A-Za-z_]\w*) = (.*)", line)
+        if m:
+            self.defs.setdefault(m.group(1), []).append(m.group(2).split("  #")[0])
+            if s is not self.root:
+                self.loop_names.add(m.group(1))
+
+    def depends_on_lanes(self, expr: str) -> bool:
+        """Whether `expr` varies across a program's lanes: it reads the lane counter `r`
+        (or a loop's `roff`), directly or through the variables it was computed from (an
+        index gathered from a lane's data reads it too, whatever its name)."""
+        seen: set[str] = set()
+        todo = re.findall(r"[A-Za-z_]\w*", expr)
+        while todo:
+            tok = todo.pop()
+            if tok in ("r", "roff"):
+                return True
+            if tok in seen:
+                continue
+            seen.add(tok)
+            for d in self.defs.get(tok, ()):
+                todo.extend(re.findall(r"[A-Za-z_]\w*", d))
+        return False
 
     def let(self, expr: str, prefix: str = "v", key=None, comment: str | None = None, scope=None) -> str:
         if _is_int(expr) or re.fullmatch(r"[A-Za-z_]\w*", expr) or expr.startswith("float("):
@@ -553,7 +573,7 @@ class _ProgramBuilder:
         p = self.p
         out = _row_major(p, linear, sizes)
         def prefix(x: str) -> str:   # the names say what an index depends on (masks read them)
-            if re.search(r"\br\w*", x):
+            if re.search(r"\br\w*", x) or p.depends_on_lanes(x):
                 return "ri"
             # no name but the kernel's arguments (a0, a1_size0): the same for every lane
             scalar = not re.search(r"[A-Za-z_]\w*", re.sub(r"\ba\d+(?:_\w+)?\b", "", x))
@@ -870,13 +890,17 @@ class _ProgramBuilder:
         hit = p.root.lookup(key)
         if hit is not None:
             return hit[res]
+        if p.variant in ("flat", "tiled"):
+            # a reduction at an element of a program with no rows (its row chosen by data: a
+            # gathered index): computed by a row program of its own first
+            raise NestedReduction(op.results[res])
         kinds = _kinds(op)
         loop = self._loop_from_output(op, 0, idx)
         red_dims = [i for i, kd in enumerate(kinds) if kd == "reduction"]
         for i, kd in enumerate(kinds):
             if kd == "parallel" and loop[i] is None:
                 raise Unsupported("a reduction whose output drops a parallel loop")
-            if kd == "parallel" and re.search(r"\br\w*", loop[i] or ""):
+            if kd == "parallel" and p.depends_on_lanes(loop[i] or ""):
                 raise NestedReduction(op.results[res])
         extents = [self._loop_extent(op, d) for d in red_dims]
         L = p.sizes_in_kernel(_prod(extents))
