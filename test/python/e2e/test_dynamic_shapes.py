@@ -240,11 +240,13 @@ def test_gathers_and_scatters_with_a_changing_batch(target):
         rows = x[t % x.shape[0]]   # advanced indexing along the symbolic dim
         return loss + picked.sum() + (spread * x).sum() + (rows * rows).sum()
 
+    device = "cuda" if target == "cuda" and torch.cuda.is_available() else "cpu"
     torch._dynamo.reset()
     compiled = torch.compile(step, backend="lamina", options={"strict": True, "target": target})
     before = len(lamina.backend.reports())
     for n in (8, 5, 3):
-        x, t = torch.randn(n, 6, requires_grad=True), torch.randint(0, 6, (n,))
+        x = torch.randn(n, 6, device=device, requires_grad=True)
+        t = torch.randint(0, 6, (n,), device=device)
         got = compiled(x, t)
         got.backward()
         grad, x.grad = x.grad, None
