@@ -39,8 +39,6 @@ def _sortable(node) -> str | None:
     x = node.args[0].meta.get("val") if node.args else None
     if isinstance(x, torch.Tensor) and x.dtype in (torch.complex64, torch.complex128):
         return f"sorting {x.dtype} values (not supported yet)"
-    if isinstance(x, torch.Tensor) and any(not isinstance(s, int) for s in x.shape):
-        return "sorting a tensor of symbolic shape (not supported yet)"
     return static_dims(_sort_dim, "sorting along a symbolic dim (not supported yet)")(node)
 
 
@@ -50,12 +48,13 @@ def _along(v, d: int, r: int):
     return reshape(v, T.tensor_type([n if i == d else 1 for i in range(r)], elem(v)))
 
 
-def sort_along(x, d: int, descending: bool):
+def sort_along(x, d: int, descending: bool, imp=None):
     """(sorted values, int64 original indices) of x along dim d: lamina.argsort (a stable
-    bitonic network, lowering/sorting.py), then the values gathered by it."""
+    bitonic network, lowering/sorting.py), then the values gathered by it (the other dims
+    may be symbolic: `imp` computes their sizes)."""
     key = cast(x, T.element_type("i8")) if T.is_bool(elem(x)) else x   # i1 compares signed: true < false
     idx = ops.argsort(key, dim=d, descending=descending)
-    return take_along_dim(x, idx, d), idx
+    return take_along_dim(x, idx, d, imp), idx
 
 
 def _dim(a, x) -> int:
@@ -79,14 +78,14 @@ def _sort(imp, node, a):
     x = a.self
     if rank(x) == 0:
         return x, constant(0, _I64)
-    return sort_along(x, _dim(a, x), bool(a.descending))
+    return sort_along(x, _dim(a, x), bool(a.descending), imp)
 
 
 @register("aten.topk.default", check=_all_checks(_sortable, _static_args("k")))
 def _topk(imp, node, a):
     x = a.self
     r = rank(x)
-    values, indices = sort_along(_as_1d(x), _dim(a, x), bool(a.largest))
+    values, indices = sort_along(_as_1d(x), _dim(a, x), bool(a.largest), imp)
     d = _dim(a, x)
     values, indices = slice_(values, d, 0, a.k), slice_(indices, d, 0, a.k)
     if r == 0:
@@ -99,7 +98,7 @@ def _kthvalue(imp, node, a):
     x = a.self
     r = rank(x)
     d = _dim(a, x)
-    values, indices = sort_along(_as_1d(x), d, False)
+    values, indices = sort_along(_as_1d(x), d, False, imp)
     values, indices = slice_(values, d, a.k - 1, a.k), slice_(indices, d, a.k - 1, a.k)
     return _drop_dim(values, d, a.keepdim, r), _drop_dim(indices, d, a.keepdim, r)
 
@@ -119,11 +118,11 @@ def _pick(sorted_v, sorted_i, d: int, position):
     return value, index
 
 
-def _median(x, d: int, keepdim: bool, skip_nan: bool):
+def _median(x, d: int, keepdim: bool, skip_nan: bool, imp=None):
     """(lower median, its index) along d; x has rank >= 1 and a static size along d."""
     n = shape(x)[d]
     r = rank(x)
-    values, indices = sort_along(x, d, False)
+    values, indices = sort_along(x, d, False, imp)
     if not T.is_float(elem(x)):
         mid = (n - 1) // 2
         return (_drop_dim(slice_(values, d, mid, mid + 1), d, keepdim, r),
@@ -140,7 +139,7 @@ def _median(x, d: int, keepdim: bool, skip_nan: bool):
 
 def _nonempty(node) -> str | None:
     x = node.args[0].meta.get("val")
-    if isinstance(x, torch.Tensor) and x.numel() == 0:
+    if isinstance(x, torch.Tensor) and any(isinstance(n, int) and n == 0 for n in x.shape):
         return "the median of an empty tensor (eager raises or returns NaN)"
     return _sortable(node)
 
@@ -159,7 +158,7 @@ def _dim_median(skip_nan: bool):
         x = a.self
         if rank(x) == 0:
             return x, constant(0, _I64)
-        return _median(x, _dim(a, x), bool(a.keepdim), skip_nan)
+        return _median(x, _dim(a, x), bool(a.keepdim), skip_nan, imp)
     return conv
 
 

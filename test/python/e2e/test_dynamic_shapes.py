@@ -228,8 +228,8 @@ def test_training_through_symbolic_slices():
 
 @pytest.mark.parametrize("target", ["cpu", "cuda"])
 def test_gathers_and_scatters_with_a_changing_batch(target):
-    """cross_entropy / nll_loss (a gather at each row's target), gather, scatter_add and
-    x[index] with a symbolic batch (dynamo's automatic dynamic after a smaller batch): index arithmetic on
+    """cross_entropy / nll_loss (a gather at each row's target), gather, scatter_add,
+    x[index] and sorts along a static dim (topk, median, sort) with a symbolic batch (dynamo's automatic dynamic after a smaller batch): index arithmetic on
     symbolic sizes, no fallback, eager's values and gradients."""
     import torch.nn.functional as F
 
@@ -238,7 +238,8 @@ def test_gathers_and_scatters_with_a_changing_batch(target):
         picked = torch.gather(x, 1, t[:, None])
         spread = torch.zeros_like(x).scatter_add(1, t[:, None].expand(-1, 2), x[:, :2])
         rows = x[t % x.shape[0]]   # advanced indexing along the symbolic dim
-        return loss + picked.sum() + (spread * x).sum() + (rows * rows).sum()
+        ordered = torch.topk(x, 2, 1).values.sum() + x.median(1).values.sum() + torch.sort(x, 1)[0][:, -1].sum()
+        return loss + picked.sum() + (spread * x).sum() + (rows * rows).sum() + ordered
 
     device = "cuda" if target == "cuda" and torch.cuda.is_available() else "cpu"
     torch._dynamo.reset()
