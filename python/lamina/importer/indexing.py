@@ -8,7 +8,9 @@
 with i' the index wrapped (negative counts from the end) and clamped to [0, n): an index out
 of range reads an element of x, never memory outside it. (Eager raises IndexError there;
 lamina does not check yet: docs/ops.md.) Indexed dims that are not adjacent move to the
-front first, where torch puts the broadcast index dims too.
+front first, where torch puts the broadcast index dims too. Sizes may be symbolic: strides
+and positions are then computed from the graph's symbols (lamina.size, iotas) instead of
+constant tables.
 """
 from __future__ import annotations
 
@@ -120,7 +122,7 @@ def _gather_check(node) -> str | None:
     if node.kwargs.get("sparse_grad"):
         return "gather with sparse_grad"
     dim = node.args[1] % max(x.dim(), 1)
-    if x.dim() and isinstance(x.shape[dim], int) and x.shape[dim] == 0 and idx.numel() != 0:
+    if x.dim() and isinstance(x.shape[dim], int) and x.shape[dim] == 0 and not _empty(idx.shape):
         return "gather from a dim of size 0 (eager raises)"
     return None
 
