@@ -16,28 +16,19 @@ from .aten_ops import (_static_args, constant, constant_from_array, elem, meta_t
                        static_dims, symbolic_slice)
 
 
-def _flip_dims(node, x):
-    return list(node.args[1]) if len(node.args) > 1 else list(node.kwargs.get("dims", []))
-
-
-def _pad_dims(node, x):
-    pad = list(node.args[1]) if len(node.args) > 1 else list(node.kwargs.get("pad", []))
-    return [x.dim() - 1 - i for i in range(len(pad) // 2)]
-
-
-@register("aten.flip.default", check=static_dims(_flip_dims))
+@register("aten.flip.default")
 def _flip(imp, node, a):
     x = a.self
     if rank(x) == 0:
         return x
     for d in sorted({d % rank(x) for d in a.dims}):
         n = shape(x)[d]
-        if n <= 1:
+        if isinstance(n, int) and n <= 1:
             continue
         i64 = T.element_type("i64")
         iota = ops.iota(result_type=T.tensor_type([n], i64))
-        idx = ops.sub(constant(n - 1, i64), iota)
-        x = ops.index_select(x, idx, dim=d)
+        last = constant(n - 1, i64) if isinstance(n, int) else ops.sub(imp.size_value(n), constant(1, i64))
+        x = ops.index_select(x, ops.sub(last, iota), dim=d)
     return x
 
 

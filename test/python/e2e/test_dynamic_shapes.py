@@ -186,12 +186,13 @@ _SLICES = [
     ("narrow_select", lambda x: torch.narrow(x, 1, x.shape[1] // 3, 2) * x.select(1, x.shape[1] // 2).unsqueeze(1)),
     ("write_middle", _write_middle),
     ("pad", lambda x: torch.nn.functional.pad(x, (-1, 2, 1, 0), value=3.0)),   # (a cut and a fill)
+    ("flip", lambda x: x.flip(1) - x.flip(0, 1)),
 ]
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda"])
 def test_slicing_along_symbolic_dims(target):
-    """Slices, narrow, select, slice writes and pads along a symbolic dim, with static, negative,
+    """Slices, narrow, select, slice writes, pads and flips along a symbolic dim, with static, negative,
     strided and symbolic bounds, and a static buffer sliced to a symbolic length: one compile
     serves every size (the cuda target in Triton's interpreter without a GPU)."""
     device = "cuda" if target == "cuda" and torch.cuda.is_available() else "cpu"
