@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Sequence
 
 from mlir import ir, passmanager
-from mlir.dialects import linalg
 from mlir.execution_engine import ExecutionEngine
 
 from .._assets import asset_path
@@ -192,6 +191,10 @@ def copies_to_loops(module: ir.Module | ir.Operation) -> int:
     linalg.copy it becomes a parallel loop nest like every other kernel loop. Copies
     between identity layouts stay memref.copy (an llvm.memcpy). Returns the count.
     """
+    # (imported here: the linalg bindings' op definitions take ~0.1 s to import, which the
+    # user's process, where a worker or the cache compiles, need not pay on its first graph)
+    from mlir.dialects import linalg
+
     n = 0
     for c in [o for o in walk_ops(module) if o.name == "memref.copy"]:
         src, dst = c.operands[0], c.operands[1]

@@ -53,7 +53,9 @@ def _load_all() -> None:
 
     for pkg in (lamina.transforms, lamina.lowering, lamina.codegen):
         for info in pkgutil.iter_modules(pkg.__path__):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
+            mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+            for name in getattr(mod, "PASS_MODULES", ()):   # (a subpackage lists its pass modules)
+                importlib.import_module(name)
     _loaded = True
 
 

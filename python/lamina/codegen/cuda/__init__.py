@@ -17,8 +17,14 @@ from __future__ import annotations
 import os
 
 from ..target import register_target
-from . import operand_views, triton_emit  # noqa: F401  (register lamina-gpu-operand-views, lamina-to-triton)
-from . import gpu_mapping, nvvm_lower  # noqa: F401  (register lamina-map-gpu, lamina-to-nvvm)
+
+# The modules registering this target's passes (lamina-gpu-operand-views, lamina-to-triton,
+# lamina-map-gpu, lamina-to-nvvm): the pass registry imports them when a pass is looked up
+# (transforms/registry.py). Not imported here: the target's registration is all a process
+# needs to pick it, and one whose compiles run on the workers or come from the cache would
+# otherwise pay for Triton's and the linalg bindings' imports (~0.3 s) at its first graph.
+PASS_MODULES = ("lamina.codegen.cuda.operand_views", "lamina.codegen.cuda.triton_emit",
+                "lamina.codegen.cuda.gpu_mapping", "lamina.codegen.cuda.nvvm_lower")
 
 
 def interpreting() -> bool:
