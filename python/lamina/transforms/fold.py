@@ -22,6 +22,7 @@ fail their shape rule are not folded.
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -66,6 +67,22 @@ def _erf(x):
     return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
+@functools.lru_cache(maxsize=None)
+def _libm(name: str):
+    """The C library's f64 `name` (exp, pow, ...), elementwise over arrays. numpy's own
+    transcendental loops depend on the host (on AVX-512 machines its SIMD pow and exp differ
+    from the C library's in the last bit), while ATen's scalar kernels call the C library:
+    a folded constant must not change with the machine that compiled it."""
+    import ctypes
+    import ctypes.util
+
+    lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    fn = getattr(lib, name)
+    arity = 2 if name == "pow" else 1
+    fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double] * arity
+    return np.vectorize(fn, otypes=[np.float64])
+
+
 def _gelu(x, approximate):
     if approximate == "tanh":
         return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -73,9 +90,10 @@ def _gelu(x, approximate):
 
 
 _UNARY_FLOAT = {
-    "exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos,
-    "tanh": np.tanh, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "erf": _erf, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x), "reciprocal": lambda x: 1.0 / x,
+    "exp": lambda x: _libm("exp")(x), "log": lambda x: _libm("log")(x), "log1p": lambda x: _libm("log1p")(x),
+    "expm1": lambda x: _libm("expm1")(x), "sin": lambda x: _libm("sin")(x), "cos": lambda x: _libm("cos")(x),
+    "tanh": lambda x: _libm("tanh")(x), "sigmoid": lambda x: 1.0 / (1.0 + _libm("exp")(-x)), "erf": _erf,
+    "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "reciprocal": lambda x: 1.0 / x,
 }
 
 
@@ -126,7 +144,8 @@ def _binary(name, a, b, operand_types, out_dtype):
             return (np.logical_or if name == "maximum" else np.logical_and)(a, b)
         raise _Skip()  # sub/pow of bools: torch rejects or is unusual
     fns = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-           "maximum": np.maximum, "minimum": np.minimum, "pow": np.power}
+           "maximum": np.maximum, "minimum": np.minimum,
+           "pow": (lambda x, y: _libm("pow")(x, y)) if _is_float_dtype(dt) else np.power}
     if name == "pow" and not _is_float_dtype(dt):
         bi = b.astype(dt)
         if np.any(bi < 0):
