@@ -51,14 +51,14 @@ def _wrapped(index, size, imp=None):
     index out of range is clamped (a read inside x). A symbolic `size` needs the importer
     `imp` (its value is computed from the graph's symbols)."""
     i = cast(index, T.element_type(_I64))
-    n = _dim(imp, size)
+    n = _size_tensor(imp, size)
     i = ops.where(ops.lt(i, constant(0, _I64)), ops.add(i, n), i)
     last = constant(max(size - 1, 0), _I64) if isinstance(size, int) else \
         ops.maximum(ops.sub(n, constant(1, _I64)), constant(0, _I64))
     return ops.minimum(ops.maximum(i, constant(0, _I64)), last)
 
 
-def _dim(imp, n) -> ir.Value:
+def _size_tensor(imp, n) -> ir.Value:
     """A size, static or symbolic, as a rank-0 i64 tensor."""
     return constant(n, _I64) if isinstance(n, int) else imp.size_value(n)
 
@@ -77,7 +77,7 @@ def _positions_along(imp, d: int, sizes, stride):
         return constant_from_array(np.arange(n, dtype=np.int64).reshape(line) * stride, T.element_type(_I64))
     iota = ops.reshape(ops.iota(result_type=T.tensor_type([n], T.element_type(_I64))),
                        result_type=T.tensor_type(line, T.element_type(_I64)))
-    return iota if stride == 1 else ops.mul(iota, _dim(imp, stride))
+    return iota if stride == 1 else ops.mul(iota, _size_tensor(imp, stride))
 
 
 def _empty(sizes) -> bool:
@@ -113,7 +113,7 @@ def _index(imp, node, a):
     flat = None
     for d, size in zip(positions, sizes):   # Horner: ((i0 * n1) + i1) * n2 + i2 ...
         i = _wrapped(indices[d], size, imp)
-        flat = i if flat is None else ops.add(ops.mul(flat, _dim(imp, size)), i)
+        flat = i if flat is None else ops.add(ops.mul(flat, _size_tensor(imp, size)), i)
     return ops.index_select(_flatten_dims(x, start, len(positions)), flat, dim=start)
 
 
@@ -138,17 +138,8 @@ def take_along_dim(x, idx, dim: int, imp=None):
     r = rank(x)
     if r == 0:   # a 0-d x: every index must be 0 (or -1); the value, in idx's shape
         return ops.broadcast_to(x, result_type=T.tensor_type(shape(idx), elem(x)))
-    dim = dim % r
-    xs, ishape = shape(x), shape(idx)
-    strides = _strides(xs)
-    flat = _wrapped(idx, xs[dim], imp)
-    if strides[dim] != 1:
-        flat = ops.mul(flat, _dim(imp, strides[dim]))
-    for d in range(r):
-        if d != dim and ishape[d] != 1:   # p_d * stride_d, broadcast by the add
-            flat = ops.add(flat, _positions_along(imp, d, ishape, strides[d]))
-    whole = ops.reshape(x, result_type=T.tensor_type([S.product(xs)], elem(x)))
-    return ops.index_select(whole, flat, dim=0)
+    whole = ops.reshape(x, result_type=T.tensor_type([S.product(shape(x))], elem(x)))
+    return ops.index_select(whole, _positions_along_dim(x, dim % r, idx, imp), dim=0)
 
 
 # ---- scatters: index_put, scatter, scatter_add, scatter_reduce --------------------------------
@@ -259,7 +250,7 @@ def _index_put(imp, node, a):
     flat = None   # the indexed dims' part of the flat position, in the broadcast index shape
     for d in positions:
         part = _wrapped(indices[d], xs[d], imp)
-        part = part if strides[d] == 1 else ops.mul(part, _dim(imp, strides[d]))
+        part = part if strides[d] == 1 else ops.mul(part, _size_tensor(imp, strides[d]))
         flat = part if flat is None else ops.add(flat, part)
     bshape = shape(flat)
     # the updated region x[indices] has shape pre + B + post: lay flat out in it
@@ -284,15 +275,15 @@ def _elem_i64():
     return T.element_type(_I64)
 
 
-def _scatter_positions(x, dim: int, idx, imp=None):
-    """Flat positions in x of scatter(x, dim, idx, ...): idx at `dim`, the element's own
-    position elsewhere."""
+def _positions_along_dim(x, dim: int, idx, imp=None):
+    """Flat positions in x of gather(x, dim, idx) and scatter(x, dim, idx, ...): idx at
+    `dim`, the element's own position elsewhere."""
     r = rank(x)
     xs, ishape = shape(x), shape(idx)
     strides = _strides(xs)
     flat = _wrapped(idx, xs[dim], imp)
     if strides[dim] != 1:
-        flat = ops.mul(flat, _dim(imp, strides[dim]))
+        flat = ops.mul(flat, _size_tensor(imp, strides[dim]))
     return _iota_offsets(flat, [d for d in range(r) if d != dim], ishape, strides, imp)
 
 
@@ -343,7 +334,7 @@ def _scatter(imp, node, a):
         reduce = "add"
     else:
         reduce = _REDUCE[a.reduce] if a.get("reduce") else "none"
-    return _scatter_flat(x, _scatter_positions(x, dim, idx, imp), src, reduce)
+    return _scatter_flat(x, _positions_along_dim(x, dim, idx, imp), src, reduce)
 
 
 def _scatter_0d(x, a, node):
@@ -393,7 +384,7 @@ def _scatter_reduce_into(x, dim: int, idx, src, reduce_name: str, include_self: 
     """scatter_reduce(x, dim, idx, src, reduce_name, include_self) for a rank >= 1 x."""
     et = elem(x)
     src = cast(_src_region(src, shape(idx)), et)
-    pos = _scatter_positions(x, dim, idx, imp)
+    pos = _positions_along_dim(x, dim, idx, imp)
     mean = reduce_name == "mean"
     reduce = "add" if mean else _REDUCE[reduce_name]
     base = x

@@ -50,7 +50,7 @@ class _Program:
         self.params: list[str] = []       # scalar parameters used (sizes, strides, symbols)
         self.tensor_params: list[str] = []
         self.loop_names = {"r", "roff"}   # names that vary inside a lane loop
-        self.defs: dict[str, list[str]] = {}   # variable -> the expressions assigned to it
+        self.lane_vars: set[str] = set()   # variables computed from the lane counter (emit)
         # int parameters Triton should not specialize on (sizes that only split a program
         # id into indices: their divisibility by 16 buys nothing, and a new compile per
         # batch or head count would)
@@ -66,7 +66,8 @@ class _Program:
         s.lines.append("    " * s.indent + line)
         m = re.match(r"\s*([A-Za-z_]\w*) = (.*)", line)
         if m:
-            self.defs.setdefault(m.group(1), []).append(m.group(2).split("  #")[0])
+            if self.depends_on_lanes(m.group(2).split("  #")[0]):
+                self.lane_vars.add(m.group(1))
             if s is not self.root:
                 self.loop_names.add(m.group(1))
 
@@ -74,18 +75,7 @@ class _Program:
         """Whether `expr` varies across a program's lanes: it reads the lane counter `r`
         (or a loop's `roff`), directly or through the variables it was computed from (an
         index gathered from a lane's data reads it too, whatever its name)."""
-        seen: set[str] = set()
-        todo = re.findall(r"[A-Za-z_]\w*", expr)
-        while todo:
-            tok = todo.pop()
-            if tok in ("r", "roff"):
-                return True
-            if tok in seen:
-                continue
-            seen.add(tok)
-            for d in self.defs.get(tok, ()):
-                todo.extend(re.findall(r"[A-Za-z_]\w*", d))
-        return False
+        return any(tok in ("r", "roff") or tok in self.lane_vars for tok in re.findall(r"[A-Za-z_]\w*", expr))
 
     def let(self, expr: str, prefix: str = "v", key=None, comment: str | None = None, scope=None) -> str:
         if _is_int(expr) or re.fullmatch(r"[A-Za-z_]\w*", expr) or expr.startswith("float("):
