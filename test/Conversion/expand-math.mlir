@@ -40,6 +40,9 @@ func.func @exp_vector(%x: vector<8xf32>) -> vector<8xf32> {
 }
 
 // sin: reduction modulo pi/2 in f64 (on hosts without FMA the only one; see FMA below), quadrant bits from the rounded multiple, two polynomials.
+// Past 2^23 pi/2 (~1.3e7), where j * P1 is no longer exact, Payne-Hanek: the 24-bit mantissa
+// times six 32-bit words of 2/pi in i64 (the top one 0xa2f9836e = 2734261102), in the else
+// branch of an scf.if taken only where some lane (or the scalar) needs it.
 // CHECK-LABEL: func.func @sin_scalar_and_vector
 // CHECK-NOT: math.sin
 // CHECK: arith.extf {{.*}} : f32 to f64
@@ -47,13 +50,17 @@ func.func @exp_vector(%x: vector<8xf32>) -> vector<8xf32> {
 // CHECK: arith.truncf {{.*}} : f64 to f32
 // CHECK: arith.mulf
 // CHECK: arith.select
+// CHECK: } else {
+// CHECK: arith.muli {{.*}}, %c2734261102_i64 : i64
 // CHECK: arith.extf {{.*}} : vector<8xf32> to vector<8xf64>
 // CHECK: arith.truncf {{.*}} : vector<8xf64> to vector<8xf32>
+// CHECK: } else {
+// CHECK: arith.muli {{.*}} : vector<8xi64>
 // CHECK-NOT: math.sin
 // CHECK: return
-// With FMA, |x| <= 2^17 has an f32 reduction (x - j PF1 - j PF2 - j PF3, three fmas). A
-// scalar computes both reductions and selects; a vector branches on all its lanes being in
-// range (scf.if), its else branch selecting per lane as the scalar does.
+// With FMA, |x| <= 2^17 has an f32 reduction (x - j PF1 - j PF2 - j PF3, three fmas): the
+// scalar and the vector branch on (all lanes) being in range (scf.if), their else branch
+// selecting per lane (a lane's bits never depend on its neighbours).
 // FMA-LABEL: func.func @sin_scalar_and_vector
 // FMA: math.fma {{.*}} : f32
 // FMA: arith.extf {{.*}} : f32 to f64

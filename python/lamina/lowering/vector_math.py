@@ -35,9 +35,9 @@ check the lowering.
   three f32 parts; a vector whose lanes are all in range branches to this alone);
   otherwise in f64 (x and j = round(2x/pi) are exact there; pi/2 = P1 + P2 with a 30-bit
   P1, so j*P1 is exact for |j| < 2^23), selected per lane, so a lane's bits never depend on
-  its neighbours. Cephes' sin and cos polynomials on [-pi/4, pi/4] in f32, quadrant
-  selection. Accurate for |x| <= 2^23*pi/2 (~1.3e7); beyond that the reduction loses bits
-  and the result is only kept in [-1, 1].
+  its neighbours; past 2^23*pi/2 (~1.3e7), where j*P1 is no longer exact, Payne-Hanek
+  (_reduce_pio2_exact), behind a branch of its own. Cephes' sin and cos polynomials on
+  [-pi/4, pi/4] in f32, quadrant selection. Accurate (2 ulp) for every finite f32.
 * tanh: |x| < 0.625: Cephes' odd polynomial; else 1 - 2/(exp(2|x|) + 1) with the sign of
   x (|x| clamped at 10, where tanh is 1 in f32).
 * erf: |x| < 1: x P(x^2) (degree 7 in x^2); 1 <= |x| < 3.85: Q(|x| - 2.4375), a degree-14
@@ -119,6 +119,10 @@ PIO2F_1 = float(np.float32(float(_PIO2)))
 PIO2F_2 = float(np.float32(float(_PIO2 - Fraction(PIO2F_1))))
 PIO2F_3 = float(np.float32(float(_PIO2 - Fraction(PIO2F_1) - Fraction(PIO2F_2))))
 SIN_COS_FAST_RANGE = 2.0 ** 17
+# 2/pi in six 32-bit words, most significant first (2/pi = 0.a2f9836e 4e441529 ...): 192 bits,
+# enough to reduce any f32 exactly (Payne-Hanek, _reduce_pio2_exact)
+TWO_OVER_PI_WORDS = tuple(int(2 / _PI * 2 ** (32 * (i + 1))) % 2 ** 32 for i in range(6))
+PIO2_2POW_M62 = float(_PIO2 / 2 ** 62)
 
 EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
 LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
@@ -277,6 +281,46 @@ def _reduce_pio2_f32(E, x):
     return E.fma(j, E.f(PIO2F_3), r), q
 
 
+def _reduce_pio2_exact(E, x):
+    """(r, j mod 4) for finite |x| >= 2^16, exactly (Payne-Hanek): x = m 2^(e - 150) with a
+    24-bit integer m; m times 192 bits of 2/pi (six 32-bit words, each product < 2^56 in
+    i64, carries added word by word) holds x 2/pi mod 4 in its bits from 280 - e up (2
+    quadrant bits, then 62 of fraction), taken as one i64 window of three words; a fraction
+    >= 1/2 rounds j up and is negated exactly in i64; r = fraction * pi/2 in f64, rounded to
+    f32. |x| < 2^16 and inf / nan lanes compute garbage (no undefined shift), selected away."""
+    b = E.bits(x)
+    e = E.and_(E.ashr(b, E.i(23)), E.i(0xFF))
+    m = E.exti(E.or_(E.and_(b, E.i(0x7FFFFF)), E.i(0x800000)))
+    low = E.exti(E.isub(E.i(280), e))
+    k = E.ashr(low, E.i(5, 64))
+    sh = E.and_(low, E.i(31, 64))
+    words, t = [], None
+    for w in reversed(TWO_OVER_PI_WORDS):   # least significant first
+        p = E.imul(m, E.i(w, 64))
+        t = p if t is None else E.iadd(p, E.ashr(t, E.i(32, 64)))
+        words.append(E.and_(t, E.i(0xFFFFFFFF, 64)))
+    words.append(E.ashr(t, E.i(32, 64)))
+
+    def word(offset):   # words[k + offset], k in 0..4 for |x| >= 2^16
+        v = words[4 + offset]
+        for j in (3, 2, 1, 0):
+            v = E.select(E.icmp("eq", k, E.i(j, 64)), words[j + offset], v)
+        return v
+
+    wa, wb, wc = word(0), word(1), word(2)
+    top = E.select(E.icmp("eq", sh, E.i(0, 64)), E.i(0, 64),   # (a shift by 64 is undefined)
+                   E.shl(wc, E.and_(E.isub(E.i(64, 64), sh), E.i(63, 64))))
+    win = E.or_(E.or_(E.ashr(wa, sh), E.shl(wb, E.isub(E.i(32, 64), sh))), top)
+    q = E.trunci(E.and_(E.ashr(win, E.i(62, 64)), E.i(3, 64)))
+    f = E.and_(win, E.i(2 ** 62 - 1, 64))
+    up = E.icmp("sgt", f, E.i(2 ** 61 - 1, 64))
+    q = E.select(up, E.iadd(q, E.i(1)), q)
+    f = E.select(up, E.isub(f, E.i(2 ** 62, 64)), f)
+    r = E.trunc(E.mul(E.sitofp(f), E.f(PIO2_2POW_M62, 64)))
+    neg = E.cmp("olt", x, E.f(0.0))
+    return E.select(neg, E.neg(r), r), E.select(neg, E.isub(E.i(0), q), q)
+
+
 def _sincos_poly(E, r, q, quadrant_shift):
     z = E.mul(r, r)
     s = E.add(r, E.mul(E.mul(_horner(E, z, SIN_P), z), r))
@@ -287,8 +331,16 @@ def _sincos_poly(E, r, q, quadrant_shift):
 
 
 def _sincos(E, x, quadrant_shift):
+    huge = E.cmp("ogt", E.abs(x), E.f(SIN_COS_RANGE))   # (not NaN)
+
     def f64_path():
-        return _sincos_poly(E, *_reduce_pio2_f64(E, x), quadrant_shift)
+        # past SIN_COS_RANGE, where j * P1 is no longer exact: Payne-Hanek, lanes that need it
+        # only (a branch per vector or scalar where allowed: no cost when none does)
+        def f64_only():
+            return _sincos_poly(E, *_reduce_pio2_f64(E, x), quadrant_shift)
+
+        return E.unless_all(E.not_(huge), f64_only, lambda: E.select(
+            huge, _sincos_poly(E, *_reduce_pio2_exact(E, x), quadrant_shift), f64_only()))
 
     if E.use_fma:
         # |x| <= 2^17 (all of a typical tensor): the f32 reduction. A vector whose lanes are
@@ -301,9 +353,7 @@ def _sincos(E, x, quadrant_shift):
         v = E.unless_all(in_range, fast, lambda: E.select(in_range, fast(), f64_path()))
     else:
         v = f64_path()
-    # Past SIN_COS_RANGE the reduction is inexact: keep the (inaccurate) result in [-1, 1].
     # inf and nan give nan; x = +-0 gives x (the polynomial would lose -0.0).
-    v = E.minnum(E.maxnum(v, E.f(-1.0)), E.f(1.0))
     v = E.select(E.cmp("olt", E.abs(x), E.f(_pymath.inf)), v, E.f(_pymath.nan))
     return v if quadrant_shift else E.select(E.cmp("oeq", x, E.f(0.0)), x, v)
 
@@ -407,7 +457,7 @@ class Mlir:
     def __init__(self, like: ir.Type, fma: bool = False, branch: bool = False):
         self.shaped = like if isinstance(like, ir.ShapedType) else None
         self.use_fma = fma
-        self.branch = branch and isinstance(like, ir.VectorType)
+        self.branch = branch and (isinstance(like, ir.VectorType) or not isinstance(like, ir.ShapedType))
         self._types = {}
 
     def unless_all(self, cond, fast, full):
@@ -416,7 +466,8 @@ class Mlir:
         linalg bodies, `branch`), else full() straight-line."""
         if not self.branch:
             return full()
-        all_lanes = vector.reduction(ir.IntegerType.get_signless(1), vector.CombiningKind.AND, cond)
+        all_lanes = cond if self.shaped is None else \
+            vector.reduction(ir.IntegerType.get_signless(1), vector.CombiningKind.AND, cond)
         branch = scf.IfOp(all_lanes, [self._t(ir.F32Type.get())], has_else=True)
         with ir.InsertionPoint(branch.then_block):
             scf.YieldOp([fast()])
@@ -468,6 +519,7 @@ class Mlir:
                           staticmethod(arith.divf))
     iadd, isub, shl, ashr = (staticmethod(arith.addi), staticmethod(arith.subi), staticmethod(arith.shli),
                              staticmethod(arith.shrsi))
+    imul = staticmethod(arith.muli)
     and_, or_ = staticmethod(arith.andi), staticmethod(arith.ori)
     neg = staticmethod(arith.negf)
     abs, sqrt = staticmethod(math.absf), staticmethod(math.sqrt)
@@ -515,6 +567,9 @@ class Mlir:
     def trunci(self, n):
         return arith.trunci(self._t(ir.IntegerType.get_signless(32)), n)
 
+    def exti(self, n):
+        return arith.extsi(self._t(ir.IntegerType.get_signless(64)), n)
+
     def ext_cond(self, c):
         return c
 
@@ -548,6 +603,7 @@ class Numpy:
                           staticmethod(np.divide))
     iadd, isub, shl, ashr = (staticmethod(np.add), staticmethod(np.subtract), staticmethod(np.left_shift),
                              staticmethod(np.right_shift))
+    imul = staticmethod(np.multiply)
     and_, or_, not_ = staticmethod(np.bitwise_and), staticmethod(np.bitwise_or), staticmethod(np.logical_not)
     neg, minnum, maxnum = staticmethod(np.negative), staticmethod(np.fmin), staticmethod(np.fmax)
     abs, sqrt = staticmethod(np.abs), staticmethod(np.sqrt)
@@ -588,6 +644,9 @@ class Numpy:
 
     def trunci(self, n):
         return n.astype(np.int32)
+
+    def exti(self, n):
+        return n.astype(np.int64)
 
     def ext_cond(self, c):
         return c
@@ -676,8 +735,9 @@ def _in_linalg_body(op) -> bool:
 def expand_math(module: ir.Module | ir.Operation, fma: bool | None = None, skip=()) -> int:
     """Rewrite every f32 math.{exp,log,log1p,expm1,sin,cos,tanh,erf,powf,rsqrt} (but those
     named in `skip`) into arith ops (math.fma in the polynomials when `fma`; default
-    host_has_fma()). Vector ops outside linalg bodies (after vectorization) may get a branch
-    per vector (sin/cos: the f32 reduction when every lane is in its range)."""
+    host_has_fma()). Vector and scalar ops outside linalg bodies (after vectorization) may get
+    a branch per vector (sin/cos: the f32 reduction when every lane is in its range, the
+    exact one only when some lane needs it)."""
     fma = host_has_fma() if fma is None else fma
 
     def wanted(o):

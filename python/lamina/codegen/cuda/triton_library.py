@@ -330,7 +330,10 @@ class TritonKernelLibrary:
         self.view_outputs: dict[str, dict[int, str]] = {}   # kernel -> {output arg: torch view expression}
         self.output_sources: dict[str, dict[int, int]] = {}  # kernel -> {output arg: input arg written into it}
         self._launchers = {}
-        fast = True   # every program launches through a FastKernel (what warming needs)
+        # every program launches through a FastKernel (what warming needs); not under the
+        # interpreter, whose programs are no JITFunctions (a warm-up pass would run them on
+        # fake tensors)
+        fast = device == "cuda" and os.environ.get("LAMINA_TRITON_FAST_LAUNCH", "1") != "0"
         for op in module.body.operations:
             if op.operation.name != "func.func" or SOURCE_ATTR not in op.attributes:
                 continue
@@ -352,10 +355,8 @@ class TritonKernelLibrary:
             for attr, value in list(vars(mod).items()):
                 if not isinstance(value, JITFunction):
                     continue   # (not one of the module's own programs)
-                if device == "cuda" and os.environ.get("LAMINA_TRITON_FAST_LAUNCH", "1") != "0":
+                if fast:
                     setattr(mod, attr, FastKernel(value, f"{mod.__name__}.{attr}"))
-                else:
-                    fast = False
             self._launchers[name] = mod.launch if getattr(mod, "HAS_WORK", True) else None
 
         if not fast:

@@ -244,7 +244,7 @@ _CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "u<", 7: "u<=", 
 _TEMPLATES = {
     "math.exp": "tl.exp({0})", "math.exp2": "tl.exp2({0})", "math.log": "tl.log({0})", "math.log2": "tl.log2({0})",
     "math.sqrt": "tl.sqrt({0})", "math.rsqrt": "tl.math.rsqrt({0})", "math.absf": "tl.abs({0})",
-    "math.absi": "tl.abs({0})", "math.sin": "tl.sin({0})", "math.cos": "tl.cos({0})", "math.erf": "tl.math.erf({0})",
+    "math.absi": "tl.abs({0})", "math.erf": "tl.math.erf({0})",
     "math.floor": "tl.floor({0})", "math.ceil": "tl.ceil({0})", "math.tanh": "lh.tanh({0})",
     "math.log1p": "lh.log1p({0})", "math.expm1": "lh.expm1({0})", "math.tan": "lh.tan({0})",
     "math.atan": "lh.atan({0})", "math.roundeven": "lh.round_even({0})", "math.round": "lh.round_away({0})",
@@ -265,6 +265,32 @@ _TEMPLATES = {
     "arith.minnumf": "tl.minimum({0}, {1})", "arith.minsi": "tl.minimum({0}, {1})", "arith.minui": "tl.minimum({0}, {1})",
     "arith.shrui": "lh.shr_logical({0}, {1})", "arith.select": "tl.where({0}, {1}, {2})",
 }
+
+
+def _trig_argument(v: ir.Value):
+    """What a sin / cos body op reads, comparable across the kernel's generics: a body's input
+    block argument is its generic's tensor operand read through that operand's indexing map
+    (sin(x) and cos(x) of one tensor are two generics until the program fuses them)."""
+    if isinstance(v, ir.BlockArgument) or ir.BlockArgument.isinstance(v):
+        arg = ir.BlockArgument(v)
+        owner = arg.owner.owner
+        if owner.name == "linalg.generic" and arg.arg_number < len(owner.opview.inputs):
+            return (owner.opview.inputs[arg.arg_number],
+                    str(ir.ArrayAttr(owner.attributes["indexing_maps"])[arg.arg_number]))
+    return (v, None)
+
+
+def _paired_sin_cos(func) -> set:
+    """The arguments (_trig_argument) that the kernel takes both the sine and the cosine of."""
+    seen = {"math.sin": set(), "math.cos": set()}
+
+    def visit(op):
+        if op.name in seen:
+            seen[op.name].add(_trig_argument(op.operands[0]))
+        return ir.WalkResult.ADVANCE
+
+    func.operation.walk(visit)
+    return seen["math.sin"] & seen["math.cos"]
 
 
 class _ProgramBuilder:
@@ -705,6 +731,20 @@ class _ProgramBuilder:
             return None
         return p.let(table[c].format(x=x))
 
+    def _sin_or_cos(self, op, x: str) -> str:
+        """sin(x) and cos(x) both in the kernel: one range reduction for the two (lh.sincos,
+        asked once); alone, libdevice's (one polynomial with per-quadrant coefficients, no
+        block-wide test: cheaper for one function, measured)."""
+        name = op.operation.name
+        paired = getattr(self.cg, "_paired_trig", None)
+        if paired is None:
+            paired = self.cg._paired_trig = _paired_sin_cos(self.cg.k.func)
+        if _trig_argument(op.operands[0]) not in paired:
+            return self.p.let(f"tl.{name[5:]}({x})")
+        key = ("sincos", x)
+        both = self.p.scope.lookup(key) or self.p.let(f"lh.sincos({x})", prefix="sc", key=key)
+        return self.p.let(f"{both}[{0 if name == 'math.sin' else 1}]")
+
     def _typed_constant(self, lit: str, src: str, target: str) -> str:
         src = "i64" if src == "index" else src
         if src in ("bf16", "f16"):
@@ -759,6 +799,8 @@ class _ProgramBuilder:
             return p.let(f"{args[0]} {_INT_BIN[name]} {args[1]}")
         if name in _TEMPLATES:
             return p.let(_TEMPLATES[name].format(*args))
+        if name in ("math.sin", "math.cos"):
+            return self._sin_or_cos(op, args[0])
         if name == "arith.cmpf":
             pred = _CMPF[ir.IntegerAttr(op.attributes["predicate"]).value]
             a, b = args
