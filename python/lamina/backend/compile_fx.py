@@ -209,7 +209,8 @@ def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
 def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     from ..pipeline import graph_function, mark_strided_inputs
 
-    ctx = dialect.make_context()
+    # (compiles on the workers: this process only imports the graph and loads the result)
+    ctx = dialect.make_context(None if options.compile_in_process else dialect.IMPORT_DIALECTS)
     target_options = {"autotune": options.autotune, "cudagraphs": options.cudagraphs}
     if options.gpu_codegen != "triton":
         target_options.update(gpu_codegen=options.gpu_codegen, gpu_arch=_gpu_arch(gm))

@@ -79,7 +79,7 @@ def op_specs() -> dict[str, OpSpec]:
     text = path.read_text()
     docs = _op_docs(text)
     specs: dict[str, OpSpec] = {}
-    with ir.Context():
+    with ir.Context(load_on_create_dialects=[]):   # (irdl loads as the text is parsed)
         module = ir.Module.parse(text)
         dialect = module.body.operations[0]
         for op in dialect.regions[0].blocks[0].operations:
