@@ -401,7 +401,9 @@ def _clamp_max(imp, node, a):
 
 @register("aten.hardtanh.default")
 def _hardtanh(imp, node, a):
-    return _clamp(a.self, a.min_val, a.max_val)
+    # (an integer tensor stays one: clamped as clamp computes it, with float bounds in float,
+    # then converted back, as ATen's hardtanh writes clamp into a tensor like its input)
+    return cast(_clamp(a.self, a.min_val, a.max_val), meta_type(node).element_type)
 
 
 @register("aten.leaky_relu.default")

@@ -37,4 +37,5 @@ def _trilinear(imp, node, a):
     product = ops.mul(ops.mul(i1, i2), i3)
     if not a.sumdim:
         return product
-    return ops.reduce_sum(product, dims=sorted(d % len(shape(product)) for d in a.sumdim), keepdim=False)
+    # (an integer sum widens to i64 as torch.sum does; _trilinear keeps its inputs' type)
+    return cast(ops.reduce_sum(product, dims=sorted(d % len(shape(product)) for d in a.sumdim), keepdim=False), et)

@@ -23,7 +23,7 @@ from mlir import ir
 from ..dialect import ops
 from ..dialect import symbols as S
 from ..dialect import types as T
-from .aten_ops import cast, constant, constant_from_array, elem, meta_type, rank, register, shape
+from .aten_ops import cast, constant, constant_from_array, elem, meta_type, rank, register, shape, wrap_uint8
 
 _I64 = "i64"
 
@@ -304,8 +304,6 @@ def _scatter_check(node) -> str | None:
     reduce = node.kwargs.get("reduce", node.args[4] if len(node.args) > 4 else None)
     if reduce is not None and reduce not in _REDUCE and reduce != "mean":
         return f"scatter reduce={reduce!r}"
-    if reduce == "mean" and not x.dtype.is_floating_point:
-        return "scatter_reduce mean of integers (torch floors the mean)"
     if x.dtype == torch.bool and reduce is not None:
         return "a scatter reduction of bools"
     if x.dim() == 0 and any(not isinstance(n, int) for n in idx.shape):
@@ -367,9 +365,11 @@ def _scatter_reduce(imp, node, a):
     x, idx = a.self, a.index
     if _empty(shape(idx)):
         return x
+    uint8 = node.meta["val"].dtype == torch.uint8
     if rank(x) == 0:   # every index addresses the one element: as 1-D
-        return _as_0d(_scatter_reduce_into(_as_1d(x), 0, _as_1d(idx), _as_1d(a.src), a.reduce, a.include_self))
-    return _scatter_reduce_into(x, a.dim % rank(x), idx, a.src, a.reduce, a.include_self, imp)
+        return _as_0d(_scatter_reduce_into(_as_1d(x), 0, _as_1d(idx), _as_1d(a.src), a.reduce, a.include_self,
+                                           uint8=uint8))
+    return _scatter_reduce_into(x, a.dim % rank(x), idx, a.src, a.reduce, a.include_self, imp, uint8=uint8)
 
 
 def _as_1d(v):
@@ -380,8 +380,10 @@ def _as_0d(v):
     return ops.reshape(v, result_type=T.tensor_type([], elem(v)))
 
 
-def _scatter_reduce_into(x, dim: int, idx, src, reduce_name: str, include_self: bool, imp=None):
-    """scatter_reduce(x, dim, idx, src, reduce_name, include_self) for a rank >= 1 x."""
+def _scatter_reduce_into(x, dim: int, idx, src, reduce_name: str, include_self: bool, imp=None,
+                         uint8: bool = False):
+    """scatter_reduce(x, dim, idx, src, reduce_name, include_self) for a rank >= 1 x (`uint8`:
+    x holds torch.uint8 values, in i16: a mean's sum wraps before the division, as torch's)."""
     et = elem(x)
     src = cast(_src_region(src, shape(idx)), et)
     pos = _positions_along_dim(x, dim, idx, imp)
@@ -395,11 +397,14 @@ def _scatter_reduce_into(x, dim: int, idx, src, reduce_name: str, include_self: 
         touched = ops.ne(touched, constant(0, "i8"))
         base = ops.where(touched, ops.broadcast_to(_identity(reduce, et), result_type=x.type), x)
     out = _scatter_flat(base, pos, src, reduce)
-    if mean:   # sum / count, the count including self when include_self
-        ones = ops.broadcast_to(constant(1.0, et), result_type=T.tensor_type(shape(idx), et))
-        start = constant(1.0 if include_self else 0.0, et)
+    if mean:   # sum / count, the count including self when include_self; integers floor (as torch)
+        ones = ops.broadcast_to(constant(1, et), result_type=T.tensor_type(shape(idx), et))
+        start = constant(1 if include_self else 0, et)
         count = _scatter_flat(ops.broadcast_to(start, result_type=x.type), pos, ones, "add")
-        out = ops.where(ops.gt(count, constant(0.0, et)), ops.div(out, ops.maximum(count, constant(1.0, et))), out)
+        divide = ops.div if T.is_float(et) else ops.div_floor
+        if uint8:
+            out = wrap_uint8(out)
+        out = ops.where(ops.gt(count, constant(0, et)), divide(out, ops.maximum(count, constant(1, et))), out)
     return out
 
 
@@ -407,8 +412,6 @@ def _index_reduce_check(node) -> str | None:
     x, idx, src = (node.args[i].meta.get("val") for i in (0, 2, 3))
     if any(not isinstance(v, int) for t in (x, idx, src) for v in t.shape):
         return "index_reduce with symbolic sizes (not supported yet)"
-    if node.args[4] == "mean" and not x.dtype.is_floating_point:
-        return "index_reduce mean of integers (torch floors the mean)"
     if x.dtype == torch.bool:
         return "index_reduce of bools"
     return None
@@ -421,14 +424,16 @@ def _index_reduce(imp, node, a):
     x, src = a.self, a.source
     if math.prod(shape(src)) == 0:
         return x
+    uint8 = node.meta["val"].dtype == torch.uint8
     if rank(x) == 0:   # every index addresses the one element: as 1-D
-        return _as_0d(_scatter_reduce_into(_as_1d(x), 0, _as_1d(a.index), _as_1d(src), a.reduce, a.include_self))
+        return _as_0d(_scatter_reduce_into(_as_1d(x), 0, _as_1d(a.index), _as_1d(src), a.reduce, a.include_self,
+                                           uint8=uint8))
     dim = a.dim % rank(x)
     k = shape(a.index)[0] if rank(a.index) else 1
     line = ops.reshape(cast(a.index, _elem_i64()), result_type=T.tensor_type(
         [k if d == dim else 1 for d in range(rank(src))], _elem_i64()))
     idx = ops.broadcast_to(line, result_type=T.tensor_type(shape(src), _elem_i64()))
-    return _scatter_reduce_into(x, dim, idx, src, a.reduce, a.include_self)
+    return _scatter_reduce_into(x, dim, idx, src, a.reduce, a.include_self, uint8=uint8)
 
 
 def _diagonal_scatter_check(node) -> str | None:

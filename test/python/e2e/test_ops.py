@@ -102,6 +102,11 @@ for k, x in {"4x8": randn(4, 8), "T4x8": transposed(4, 8)}.items():
                                                  torch.clamp_min(x, 0.0), torch.clamp_max(x, 0.3)), x)
     case(f"cmp[Scalar-{k}]", lambda x: (x == 0, x != 0.5, x < 0, x <= 0.25, x > -0.25, x >= 1), x)
 case("clamp[int]", lambda x: (x.clamp(-2, 2) * 1, x.clamp(min=0) + 1), randint(-5, 5, 4, 8))
+# hardtanh keeps an integer input's dtype (float bounds, fractional ones too); bilinear of ints
+# keeps theirs (its sum does not widen to int64 as torch.sum's would)
+case("clamp[int_hardtanh_bilinear]", lambda x, y, w: (F.hardtanh(x), F.hardtanh(x.short(), -2.5, 3.5),
+                                                       F.bilinear(x.int(), y.int(), w.int())),
+     randint(-5, 5, 4, 8), randint(-5, 5, 4, 6, seed=1), randint(-3, 3, 2, 8, 6, seed=2))
 case("cmp[int_vs_float_scalar]", lambda x: (x > 0.5, x == 2, x <= -1.5), randint(-3, 3, 4, 8))
 case("logical[and_or_xor_not_bitwise_not]",
      lambda x, y: (torch.logical_and(x > 0, y > 0), torch.logical_or(x > 0, y > 0),

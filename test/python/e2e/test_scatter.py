@@ -1,7 +1,7 @@
 """The scatter family, strict, against eager: index_put (accumulate, several index tensors,
 non-adjacent, broadcast values, x[i] = v, boolean masks), scatter (src, value, reduce), scatter_add,
-scatter_reduce (sum, prod, mean, amax, amin; include_self both ways), duplicate positions,
-negative dims, int values, and the backward of indexing (index_put with accumulate)."""
+scatter_reduce (sum, prod, mean, amax, amin; include_self both ways; integer means, uint8),
+duplicate positions, negative dims, int values, and the backward of indexing (index_put with accumulate)."""
 from __future__ import annotations
 
 import pytest
@@ -57,6 +57,13 @@ CASES = [
     ("index_reduce_amax_int", lambda x: x.index_reduce(2, torch.tensor([3, 3, 1]), x[..., :3] * 3, "amax"), XI),
     ("index_reduce_amin_0d", lambda x: x[0, 0, 0].index_reduce(0, torch.tensor([0]), x[1, 1, 1], "amin"), X),
     ("scatter_reduce_0d", lambda x: x[1, 1, 1].scatter_reduce(0, torch.tensor([0, 0, 0]), x[0, 0, :3], "sum"), X),
+    # integer means floor (negative sums too); uint8 sums wrap before the division
+    ("scatter_reduce_mean_int", lambda x: torch.scatter_reduce(x, 0, IDX, SRCI, "mean"), XI),
+    ("scatter_reduce_mean_int_noself", lambda x: torch.scatter_reduce(x.int(), 0, IDX, SRCI.int(), "mean",
+                                                                      include_self=False), XI),
+    ("scatter_reduce_mean_uint8", lambda x: torch.scatter_reduce((x * 29).to(torch.uint8), 0, IDX,
+                                                                 (SRCI * 31).to(torch.uint8), "mean"), XI),
+    ("index_reduce_mean_int", lambda x: x.index_reduce(0, torch.tensor([4, 0, 4]), x[:3] * 2, "mean"), XI),
 ]
 
 
