@@ -271,7 +271,7 @@ def _trig_argument(v: ir.Value):
     """What a sin / cos body op reads, comparable across the kernel's generics: a body's input
     block argument is its generic's tensor operand read through that operand's indexing map
     (sin(x) and cos(x) of one tensor are two generics until the program fuses them)."""
-    if isinstance(v, ir.BlockArgument) or ir.BlockArgument.isinstance(v):
+    if isinstance(v, ir.BlockArgument):   # (the bindings give a value its concrete class)
         arg = ir.BlockArgument(v)
         owner = arg.owner.owner
         if owner.name == "linalg.generic" and arg.arg_number < len(owner.opview.inputs):
