@@ -331,11 +331,12 @@ def _sincos_poly(E, r, q, quadrant_shift):
 
 
 def _sincos(E, x, quadrant_shift):
-    huge = E.cmp("ogt", E.abs(x), E.f(SIN_COS_RANGE))   # (not NaN)
-
     def f64_path():
         # past SIN_COS_RANGE, where j * P1 is no longer exact: Payne-Hanek, lanes that need it
-        # only (a branch per vector or scalar where allowed: no cost when none does)
+        # only (a branch per vector or scalar where allowed: no cost when none does). The
+        # test is made here, off the f32 reduction's path.
+        huge = E.cmp("ogt", E.abs(x), E.f(SIN_COS_RANGE))   # (not NaN)
+
         def f64_only():
             return _sincos_poly(E, *_reduce_pio2_f64(E, x), quadrant_shift)
 
