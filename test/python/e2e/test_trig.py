@@ -61,6 +61,15 @@ def test_integer_inputs_promote(name):
     torch.testing.assert_close(out, fn(XI), equal_nan=True)
 
 
+def test_both_targets_reduce_with_the_same_bits_of_2_over_pi():
+    """The cuda target's Payne-Hanek words are the CPU's (computed there from pi's digits)."""
+    pytest.importorskip("triton")
+    from lamina.codegen.cuda import triton_helpers
+    from lamina.lowering.vector_math import TWO_OVER_PI_WORDS
+
+    assert tuple(triton_helpers._TWO_OVER_PI_WORDS.value) == TWO_OVER_PI_WORDS
+
+
 def test_sincos_compiles_for_the_gpu():
     """The cuda target's sin/cos helper (one range reduction, a block-uniform branch to the
     exact one) compiles for an H100 in each shape and type a program gives it: 1-D and 2-D

@@ -188,6 +188,9 @@ def cosh(x):
 # 63% -> 76%). Accuracy on an H100: max 1.54 ulp in f32 (libdevice: 1.49), every bf16 and
 # f16 input rounds correctly.
 _BIG_TRIG = tl.constexpr(105615.0)
+# 2/pi in six 32-bit words, most significant first (as lowering/vector_math.py's
+# TWO_OVER_PI_WORDS, the CPU's; not imported from there: it loads the MLIR bindings)
+_TWO_OVER_PI_WORDS = tl.constexpr((0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0, 0xDB629599, 0x3C439041))
 
 
 @triton.jit
@@ -240,19 +243,11 @@ def _reduce_half_pi_exact(x):
     low = 280 - e
     k = low >> 5
     sh = (low & 31).to(tl.uint32)
-    zero = m * 0
-    w, c = _mul_word(m, 0x3C439041, zero)
-    wa, wb, wc = _pick(0, k, w, zero, zero, zero)
-    w, c = _mul_word(m, 0xDB629599, c)
-    wa, wb, wc = _pick(1, k, w, wa, wb, wc)
-    w, c = _mul_word(m, 0xF534DDC0, c)
-    wa, wb, wc = _pick(2, k, w, wa, wb, wc)
-    w, c = _mul_word(m, 0xFC2757D1, c)
-    wa, wb, wc = _pick(3, k, w, wa, wb, wc)
-    w, c = _mul_word(m, 0x4E441529, c)
-    wa, wb, wc = _pick(4, k, w, wa, wb, wc)
-    w, c = _mul_word(m, 0xA2F9836E, c)
-    wa, wb, wc = _pick(5, k, w, wa, wb, wc)
+    c = m * 0
+    wa, wb, wc = c, c, c
+    for j in tl.static_range(6):   # the product's words, least significant first
+        w, c = _mul_word(m, _TWO_OVER_PI_WORDS[5 - j], c)
+        wa, wb, wc = _pick(j, k, w, wa, wb, wc)
     wa, wb, wc = _pick(6, k, c, wa, wb, wc)
     up_sh = (32 - sh) & 31   # (a shift by 32 is undefined: sh == 0 takes the words whole)
     lo = tl.where(sh == 0, wa, (wa >> sh) | (wb << up_sh))
