@@ -580,7 +580,15 @@ def _copy(imp, node, a):
 
 def constant_from_tensor(t: torch.Tensor) -> ir.Value:
     """A lamina.constant holding a (small) tensor literal from a get_attr node."""
-    t = t.detach().cpu().contiguous()
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    # (the forward of a training graph is imported under AOTAutograd's fake mode, in which
+    # a real tensor's detach() raises: the literal is read outside it)
+    with unset_fake_temporarily():
+        return _constant_from_real_tensor(t.detach().cpu().contiguous())
+
+
+def _constant_from_real_tensor(t: torch.Tensor) -> ir.Value:
     if t.dtype == torch.uint8:
         t = t.to(torch.int16)   # its values' type (types.py)
     et = T.element_type(T.torch_dtype_to_name(t.dtype))

@@ -43,3 +43,26 @@ def test_grid_sample_trains():
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
     assert all(r["fallback_ops"] == [] for r in lamina.backend.reports()[before:])
+
+
+class _TensorLiterals(torch.nn.Module):
+    """torch.tensor(...) built in forward: a constant the training graph's forward is imported
+    with under AOTAutograd's fake mode (its detach() raised there, and the graph ran eagerly)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(6, 4)
+
+    def forward(self, x):
+        y = torch.min(self.linear(x), torch.tensor(0.5))
+        return torch.clamp(y * torch.tensor([1.0, -2.0, 0.5, 3.0]), min=torch.tensor(-1.0))
+
+
+def test_tensor_literals_in_a_training_forward():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    before = len(lamina.backend.reports())
+    assert_gradients_match_eager(_TensorLiterals(), torch.randn(5, 6),
+                                 lambda m: torch.compile(m, backend="lamina", options={"strict": True}))
+    records = lamina.backend.reports()[before:]
+    assert len(records) == 2 and all(r["fallback_ops"] == [] for r in records)
