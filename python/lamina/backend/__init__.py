@@ -99,6 +99,12 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
         from .compile_fx import untraceable_graph
 
         return untraceable_graph(gm, opts, e)
+    except LaminaError:
+        raise   # strict mode's errors from the forward/backward compilers
+    except Exception as e:  # noqa: BLE001 - a graph AOTAutograd cannot trace runs eagerly, as eager would
+        from .compile_fx import untraceable_graph
+
+        return untraceable_graph(gm, opts, e, data_dependent=False)
 
 
 def wait_for_background_compiles(timeout: float | None = None) -> int:

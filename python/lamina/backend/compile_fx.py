@@ -380,22 +380,26 @@ def _with_effect_tokens(fn, positions: list[int], device: str):
     return call
 
 
-def untraceable_graph(gm: torch.fx.GraphModule, options: Options, error: Exception):
-    """A dynamo graph AOTAutograd cannot trace to ATen (it needs a tensor's value: narrow
-    with a tensor start, ...): it runs eagerly, reported as a fallback (one warning; `strict`
-    raises, naming the user's line)."""
+def untraceable_graph(gm: torch.fx.GraphModule, options: Options, error: Exception, data_dependent: bool = True):
+    """A dynamo graph AOTAutograd cannot trace to ATen: it needs a tensor's value (narrow
+    with a tensor start, ...), or its joint forward-backward trace failed (an in-place op on
+    a value autograd saved: eager raises that only if backward runs). It runs eagerly,
+    reported as a fallback (one warning; `strict` raises, naming the user's line)."""
     name = f"graph_{next(_graph_ids)}_untraceable"
     first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    why = "tracing them needs a tensor's value" if data_dependent else \
+        f"AOTAutograd could not trace their forward and backward ({type(error).__name__})"
     calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
     ops = sorted({getattr(n.target, "__name__", str(n.target)) for n in calls})
     if options.strict:
         where = _blame_line(calls[0]) if calls else "?"
-        raise LaminaUnsupportedError(f"lamina (strict): {name} needs a tensor's value to trace ({first}), at {where}; "
+        raise LaminaUnsupportedError(f"lamina (strict): {name}: {why}: {first}, at {where}; "
                                      f"its ops: {', '.join(ops)}") from error
-    _warn_once(f"lamina: running {', '.join(ops)} eagerly: tracing them needs a tensor's value ({first}). "
+    _warn_once(f"lamina: running {', '.join(ops)} eagerly: {why}: {first}. "
                "Set LAMINA_STRICT=1 to make this an error.")
+    reason = f"data-dependent: {first}" if data_dependent else f"autograd trace: {first}"
     report.record({"graph": name, "target": options.target, "ops_total": len(calls), "ops_compiled": 0,
-                   "fallback_ops": ops, "fallback_reason": f"data-dependent: {first}", "kernels": 0,
+                   "fallback_ops": ops, "fallback_reason": reason, "kernels": 0,
                    "compile_s": 0.0, "partitions": 0}, options.report)
     return gm.forward
 

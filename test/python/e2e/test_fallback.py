@@ -123,3 +123,30 @@ def test_a_graph_that_needs_a_tensor_value_to_trace_runs_eagerly_and_says_so(mon
     with pytest.raises(Exception) as info:
         torch.compile(fn, backend="lamina", options={"strict": True})(x, start)
     assert "needs a tensor's value" in str(info.value) and "test_fallback.py" in str(info.value)
+
+
+def test_a_graph_autograd_cannot_trace_runs_eagerly_and_says_so(monkeypatch):
+    """An in-place add on a relu output autograd saved: AOTAutograd's joint trace raises
+    (Inductor's too), where eager raises only if backward runs. The graph runs eagerly with
+    one warning, as eager would, not dynamo's backend-failure traceback; strict raises."""
+    monkeypatch.delenv("LAMINA_STRICT", raising=False)
+    conv = torch.nn.Conv2d(3, 3, 1)
+
+    def fn(x):
+        out = torch.relu(conv(x))
+        out += x
+        return out
+
+    x = torch.randn(2, 3, 4, 4)
+    torch._dynamo.reset()
+    lamina.backend.clear_reports()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(fn, backend="lamina")(x)
+    torch.testing.assert_close(out, fn(x))
+    assert len([w for w in caught if issubclass(w.category, LaminaFallbackWarning)]) == 1
+    assert lamina.backend.last_report()["fallback_reason"].startswith("autograd trace")
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as info:
+        torch.compile(fn, backend="lamina", options={"strict": True})(x)
+    assert "AOTAutograd could not trace" in str(info.value) and "test_fallback.py" in str(info.value)
