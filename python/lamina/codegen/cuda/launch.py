@@ -83,6 +83,29 @@ def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
 
 
 @functools.lru_cache(maxsize=None)
+def column_persistent_configs(rblock: int) -> list[dict]:
+    """Rows per program (XBLOCK, neighbours along the contiguous last row dim) and warps for
+    a persistent column-rows program with `rblock` lanes: at least 32 rows, so that a warp's
+    loads of one lane cover whole 128-byte lines; about 4096 elements per program."""
+    x = max(32, min(256, 4096 // rblock))
+    cands = [(x, 4), (x, 8), (max(16, x // 2), 4), (min(256, x * 2), 8)]
+    out = []
+    for xb, w in cands:
+        cfg = {"XBLOCK": xb, "num_warps": w}
+        if cfg not in out:
+            out.append(cfg)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def column_looped_configs() -> list[dict]:
+    """A looped column-rows program: XBLOCK contiguous rows, RBLOCK lanes per step (Inductor's
+    outer-reduction shapes: wide along the rows, short along the lanes)."""
+    return [{"XBLOCK": 64, "RBLOCK": 16, "num_warps": 4}, {"XBLOCK": 128, "RBLOCK": 8, "num_warps": 4},
+            {"XBLOCK": 32, "RBLOCK": 32, "num_warps": 4}, {"XBLOCK": 64, "RBLOCK": 32, "num_warps": 8}]
+
+
+@functools.lru_cache(maxsize=None)
 def _persistent_tiles(rblock: int) -> list[dict]:
     """Rows per program and warps for a persistent row program with `rblock` lanes:
     about 2048 elements per program, 4 warps, first; then the neighbours."""

@@ -56,6 +56,9 @@ PERSISTENT_MAX = 4096      # longest row (elements) a persistent program keeps i
 LOOP_RBLOCK = 1024         # lanes per iteration of a looped reduction
 
 
+COLUMN_PERSISTENT_MAX = 256   # longest row a column-rows program keeps in registers (XBLOCK >= 16 of them)
+
+
 def _user_name(use) -> str:
     owner = use.owner
     return (owner.operation if hasattr(owner, "operation") else owner).name
@@ -237,6 +240,33 @@ def _register() -> None:
 _register()
 
 
+def _reshape_deps(src: ir.ShapedType, dst: ir.ShapedType) -> list | None:
+    """For a row-major reshape of static shapes: for each source dim, the result dims its
+    index depends on (None when a size is dynamic or zero). Source dim i (stride S, size a)
+    has index (linear // S) % a; result dim j (stride T, size b) adds idx_j * T to linear,
+    which leaves it unchanged when T * b divides S (j lies below i) or S * a divides T (j
+    lies above). Group norm's [N, C, H, W] -> [N, G, C/G * H * W]: G depends on C alone, so
+    a statistic per group is computed per (N, C) row, not per element."""
+    if not (src.has_static_shape and dst.has_static_shape):
+        return None
+    a = [src.get_dim_size(i) for i in range(src.rank)]
+    b = [dst.get_dim_size(j) for j in range(dst.rank)]
+    if 0 in a or 0 in b:
+        return None
+
+    def strides(sizes):
+        out, st = [0] * len(sizes), 1
+        for d in reversed(range(len(sizes))):
+            out[d] = st
+            st *= sizes[d]
+        return out
+
+    S, T = strides(a), strides(b)
+    return [[] if a[i] == 1 else
+            [j for j in range(len(b)) if b[j] != 1 and S[i] % (T[j] * b[j]) != 0 and T[j] % (S[i] * a[i]) != 0]
+            for i in range(len(a))]
+
+
 def _static_numel(t: ir.MemRefType) -> int:
     n = 1
     for d in t.shape:
@@ -336,9 +366,12 @@ class _KernelCodegen(_Emitter):
         op = _owner(v)
         return op is not None and op.name in ("tensor.empty", "bufferization.alloc_tensor")
 
-    def _row_dims(self, v: ir.Value) -> int | None:
-        """None when `v` needs no reduction (a flat group); else the number of leading dims
-        of `v` its reductions depend on (rows), the rest being lanes."""
+    def _row_dims(self, v: ir.Value, reductions: list | None = None) -> int | tuple | None:
+        """None when `v` needs no reduction (a flat group); else the dims of `v` its
+        reductions depend on (rows), the rest being lanes: a count when they lead (the
+        usual case), else their tuple (a softmax or RMS norm over dim 1 of [N, C, H, W]:
+        rows (N, H, W) and lanes C, each statistic computed once per row, not once per
+        element of C). `reductions` collects the reduction generics reached."""
         rank = ir.ShapedType(v.type).rank
         deps = [set([d]) for d in range(rank)]
         needed: set | None = None
@@ -368,6 +401,8 @@ class _KernelCodegen(_Emitter):
                         loop[pos] = sets[p]
                 if "reduction" in kinds:
                     needed = (needed or set()).union(*[loop[i] for i, kd in enumerate(kinds) if kd == "parallel"])
+                    if reductions is not None:
+                        reductions.append(op)
                     return   # its inputs are evaluated inside its own lanes
                 for operand, m in zip(list(op.operands)[:len(op.operands) - n_out], maps):
                     walk(operand, [_expr_deps(e, loop) for e in _affine_results(m)])
@@ -389,8 +424,13 @@ class _KernelCodegen(_Emitter):
                 groups = [[ir.IntegerAttr(j).value for j in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
                 walk(op.operands[0], [set().union(*[sets[j] for j in g]) for g in groups])
             elif name == "tensor.reshape":
-                allx = set().union(*sets) if sets else set()
-                walk(op.operands[0], [allx] * ir.ShapedType(op.operands[0].type).rank)
+                src_t, dst_t = ir.ShapedType(op.operands[0].type), ir.ShapedType(x.type)
+                deps_of = _reshape_deps(src_t, dst_t)
+                if deps_of is None:
+                    allx = set().union(*sets) if sets else set()
+                    walk(op.operands[0], [allx] * src_t.rank)
+                else:
+                    walk(op.operands[0], [set().union(*[sets[j] for j in js]) for js in deps_of])
             elif name == "tensor.extract_slice":
                 src_rank = ir.ShapedType(op.operands[0].type).rank
                 walk(op.operands[0], _slice_src_sets(op, sets, src_rank))
@@ -403,7 +443,54 @@ class _KernelCodegen(_Emitter):
         walk(v, deps)
         if needed is None:
             return None
-        return (max(needed) + 1) if needed else 0
+        lead = (max(needed) + 1) if needed else 0
+        t = ir.ShapedType(v.type)
+        # (dims of size 1 among the rows change nothing: they lead as before)
+        if all(d in needed or (not t.is_dynamic_dim(d) and t.get_dim_size(d) == 1) for d in range(lead)):
+            return lead
+        lanes = [d for d in range(rank) if d not in needed]
+        if all(not t.is_dynamic_dim(d) and t.get_dim_size(d) == 1 for d in lanes):
+            return rank
+        return tuple(sorted(needed))
+
+    def _column_rows(self, v: ir.Value, rows) -> bool:
+        """Whether a row group of `v` should run its rows along the innermost dim ("column"
+        rows: a block of XBLOCK neighbouring rows, split from the program id so that Triton
+        sees the rows' addresses are contiguous and lays its threads along them): its rows
+        include `v`'s last dim, and its reductions read operands whose innermost dim is one
+        of their parallel dims (a sum over dim 1 of [B, R, X], an RMS norm over channels),
+        none along a reduced innermost dim. Reading such operands one row per lane would
+        touch one element per 32-byte sector (5x slower than eager on an H100)."""
+        rank = ir.ShapedType(v.type).rank
+        if rows is None or rank == 0:
+            return False
+        row_dims = list(rows) if isinstance(rows, tuple) else list(range(rows))
+        if not row_dims or row_dims[-1] != rank - 1:
+            return False
+        last = ir.ShapedType(v.type).get_dim_size(rank - 1)
+        if not ir.ShapedType(v.type).is_dynamic_dim(rank - 1) and last < 16:
+            return False
+        reductions: list = []
+        self._row_dims(v, reductions)
+        along_rows = False
+        for op in reductions:
+            kinds = _kinds(op)
+            maps = _maps(op)
+            n_in = len(op.operands) - len(op.results)
+            for operand, m in zip(list(op.operands)[:n_in], maps):
+                t = ir.ShapedType(operand.type)
+                results = _affine_results(m)
+                if t.rank == 0 or not results:
+                    continue
+                if not t.is_dynamic_dim(t.rank - 1) and t.get_dim_size(t.rank - 1) == 1:
+                    continue
+                pos = _dim_pos(results[-1])
+                if pos is None:
+                    continue
+                if kinds[pos] == "reduction":
+                    return False
+                along_rows = True
+        return along_rows or isinstance(rows, tuple)
 
     # -- contractions ----------------------------------------------------------------------------
     def _torch_view(self, v: ir.Value) -> str | None:
@@ -768,30 +855,33 @@ class _KernelCodegen(_Emitter):
     # -- one group ---------------------------------------------------------------------------------
     def _group(self, name: str, shape: list[str], rows: int | None, items: list) -> None:
         """Programs computing `items` ((value, tensor name, contiguous, arg index)) of `shape`."""
-        if rows is None or rows >= len(shape):
+        if isinstance(rows, tuple):
+            variants = ["persistent", "looped"]
+        elif rows is None or rows >= len(shape):
             variants = ["flat"] if rows is None else ["persistent", "looped"]
             if rows is not None:
                 rows = len(shape)
         else:
             variants = ["persistent", "looped"]
+        columns = rows is not None and self._column_rows(items[0][0], rows)
         built = {}
         for variant in variants:
-            p, info = self._build(f"{name}_{variant}", variant, shape, rows, items)
+            p, info = self._build(f"{name}_{variant}", variant, shape, rows, items, columns)
             if variant == "flat" and len(shape) >= 2 and self._reads_or_writes_channels_last(p, items):
                 p, info = self._build(f"{name}_tiled", "tiled", shape, rows, items)
                 variant = "tiled"
             p.name_by_content()
             built[variant] = (p, info)
             self.programs.append((p, info))
-        self._launch_group(name, shape, rows, built)
+        self._launch_group(name, shape, rows, built, columns)
 
-    def _build(self, short: str, variant: str, shape, rows, items) -> tuple[_Program, dict]:
+    def _build(self, short: str, variant: str, shape, rows, items, columns: bool = False) -> tuple[_Program, dict]:
         """One program of a group; a reduction its values read per lane (NestedReduction) is
         computed into a temporary first, by a program launched before this one."""
         while True:
             p = _Program(self, short, variant)
             try:
-                return p, _ProgramBuilder(self, p, shape, rows, items).build()
+                return p, _ProgramBuilder(self, p, shape, rows, items, columns).build()
             except NestedReduction as e:
                 if e.value in self.materialized:
                     raise Unsupported(str(e)) from None
@@ -804,7 +894,7 @@ class _KernelCodegen(_Emitter):
                    if isinstance(self.k.args[i].type, ir.MemRefType) and not self.k.contiguous(i)}
         return any(t in self.channels_last or t in strided for t in p.tensor_params)
 
-    def _launch_group(self, name, shape, rows, built) -> None:
+    def _launch_group(self, name, shape, rows, built, columns: bool = False) -> None:
         L = self.launcher
         if "tiled" in built:
             p, info = built["tiled"]
@@ -849,20 +939,38 @@ class _KernelCodegen(_Emitter):
             return
         p, info = built["persistent"]
         pl, infol = built["looped"]
-        nrows = self._launcher_expr(_prod(shape[:rows]))
+        row_dims = list(rows) if isinstance(rows, tuple) else list(range(rows))
+        nrows = self._launcher_expr(_prod([shape[d] for d in row_dims]))
         lanes = [self._launcher_expr(x) for x in info["lane_domains"]] or ["1"]
         L.append(f"_rows = {nrows}")
         L.append(f"_lanes = max({', '.join(lanes)}, 1)" if len(lanes) > 1 else f"_lanes = max({lanes[0]}, 1)")
+        fixed = self._fixed_config(p.short)
+        index64 = "INDEX64=_big or _rows * _lanes >= 2**31"
         L.append("if _rows > 0:")
+        if columns:
+            # column rows: a program runs XBLOCK neighbours along the last row dim of one
+            # lead row (grid: lead rows x tiles of the last); rows of up to COLUMN_PERSISTENT_MAX
+            # lanes in registers, longer ones looped in short lane steps (XBLOCK wide)
+            last = self._launcher_expr(shape[row_dims[-1]])
+            lead = self._launcher_expr(_prod([shape[d] for d in row_dims[:-1]])) if row_dims[:-1] else "1"
+            grid = f"lambda c: (({lead}) * (({last} + c['XBLOCK'] - 1) // c['XBLOCK']),)"
+            configs = f"[{fixed!r}]" if fixed else "column_persistent_configs(_rb)"
+            L.append(f"    if _lanes <= {COLUMN_PERSISTENT_MAX}:")
+            L.append("        _rb = 1 << (_lanes - 1).bit_length()")
+            L.append(f"        run_tuned({p.name}, (_rows, _lanes), {grid}, ({', '.join(info['call_args'])},), {configs}, "
+                     f"_autotune, RBLOCK=_rb, {index64})")
+            L.append("    else:")
+            L.append(f"        run_tuned({pl.name}, (_rows, _lanes), {grid}, ({', '.join(infol['call_args'])},), "
+                     f"column_looped_configs(), _autotune, {index64})")
+            return
         L.append(f"    if _lanes <= {PERSISTENT_MAX}:")
         L.append("        _rb = 1 << (_lanes - 1).bit_length()")
-        fixed = self._fixed_config(p.short)
         configs = f"[{fixed!r}]" if fixed else "persistent_configs(_rb, _rows)"
         L.append(f"        run_tuned({p.name}, (_rows, _lanes), lambda c: ((_rows + c['XBLOCK'] - 1) // c['XBLOCK'],), "
-                 f"({', '.join(info['call_args'])},), {configs}, _autotune, RBLOCK=_rb, INDEX64=_big or _rows * _lanes >= 2**31)")
+                 f"({', '.join(info['call_args'])},), {configs}, _autotune, RBLOCK=_rb, {index64})")
         L.append("    else:")
         L.append(f"        {pl.name}[(_rows,)]({', '.join(infol['call_args'])}, XBLOCK=1, RBLOCK={LOOP_RBLOCK}, "
-                 f"INDEX64=_big or _rows * _lanes >= 2**31, num_warps=8)")
+                 f"{index64}, num_warps=8)")
 
     def _fixed_config(self, short: str) -> dict | None:
         """A launch config set on the kernel by hand: `lamina.triton_configs = {"<program>":
@@ -888,7 +996,7 @@ class _KernelCodegen(_Emitter):
         out = ['"""Triton kernels of lamina kernel %s (generated by lamina.codegen.cuda.triton_emit)."""' % k.name,
                "import torch", "import triton", "import triton.language as tl",
                "from lamina.codegen.cuda import triton_helpers as lh",
-               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, flat_config, persistent_configs, run_tuned, tiled_config",
+               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, flat_config, persistent_configs, run_tuned, tiled_config",
                "from lamina.codegen.library_calls import call_routine", "", ""]
         names = {}
         for p, info in self.programs:

@@ -296,8 +296,11 @@ def _paired_sin_cos(func) -> set:
 class _ProgramBuilder:
     """Fills one _Program: index decomposition, the stored values, the reductions."""
 
-    def __init__(self, cg: _KernelCodegen, p: _Program, shape: list[str], rows: int | None, items: list):
+    def __init__(self, cg: _KernelCodegen, p: _Program, shape: list[str], rows, items: list, columns: bool = False):
+        # rows: how many leading dims are rows, or the tuple of row dims (triton_emit._row_dims);
+        # columns: rows run along the last dim in blocks split from the program id (_column_rows)
         self.cg, self.p, self.shape, self.rows, self.items = cg, p, shape, rows, items
+        self.columns = columns
         self.lane_domains: list[str] = []
         p.decomp = None
         p.current_rmask = None
@@ -384,20 +387,48 @@ class _ProgramBuilder:
     def _rows(self) -> None:
         p = self.p
         rows = self.rows
-        row_sizes, lane_sizes = self.shape[:rows], self.shape[rows:]
-        nrows = p.sizes_in_kernel(_prod(row_sizes))
-        p.emit(f"xrow = {self._pid()} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-        p.emit(f"xmask = xrow < {nrows}")
-        xidx = self._decompose("xrow", row_sizes, "x")
+        n = len(self.shape)
+        row_dims = list(rows) if isinstance(rows, tuple) else list(range(rows))
+        lane_dims = [d for d in range(n) if d not in row_dims]
+        row_sizes, lane_sizes = [self.shape[d] for d in row_dims], [self.shape[d] for d in lane_dims]
+        leading = row_dims == list(range(len(row_dims)))
+        if self.columns:
+            # XBLOCK neighbours along the last row dim of one lead row: `xlast` comes from an
+            # arange, so Triton knows the accesses along it are contiguous
+            last = p.sizes_in_kernel(row_sizes[-1])
+            p.emit(f"xpid = {self._pid()}")
+            p.emit(f"xtiles = ({last} + XBLOCK - 1) // XBLOCK")
+            # (a block like every row index: loads and masks of the lead dims alone need the shape)
+            p.emit("xlead = xpid // xtiles + tl.zeros([XBLOCK, 1], tl.int32)")
+            p.emit("xlast = (xpid % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+            p.emit(f"xrow = {_add(_mul('xlead', last), 'xlast')}")
+            p.emit(f"xmask = xlast < {last}")
+            xidx = (self._decompose("xlead", row_sizes[:-1], "x") if row_sizes[:-1] else []) + ["xlast"]
+        else:
+            nrows = p.sizes_in_kernel(_prod(row_sizes))
+            p.emit(f"xrow = {self._pid()} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+            p.emit(f"xmask = xrow < {nrows}")
+            xidx = self._decompose("xrow", row_sizes, "x")
         self.xidx = xidx
         L = p.sizes_in_kernel(_prod(lane_sizes)) if lane_sizes else "1"
         self._domain(L)
+
+        def place(ridx):
+            idx = [None] * n
+            for d, x in zip(row_dims, xidx):
+                idx[d] = x
+            for d, r in zip(lane_dims, ridx):
+                idx[d] = r
+            return idx
+
+        # (the group's own index folds back to its linear counter only when rows lead)
+        fold = _add(_mul("xrow", L), "r") if leading else None
         if p.variant == "persistent":
             p.emit("r = tl.arange(0, RBLOCK)[None, :]")
             p.current_rmask = self._rmask(L)
             ridx = self._decompose_cached(lane_sizes) if lane_sizes else []
-            idx = xidx + ridx
-            p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], _add(_mul("xrow", L), "r"))
+            idx = place(ridx)
+            p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], fold) if fold else None
             for v, tname, contiguous, arg in self.items:
                 val = self.value(v, idx)
                 self._store(tname, v, idx, val, contiguous, arg)
@@ -409,8 +440,8 @@ class _ProgramBuilder:
             p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
             p.current_rmask = self._rmask(L)
             ridx = self._decompose("r", lane_sizes, "r_o") if lane_sizes else []
-            idx = xidx + ridx
-            p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], _add(_mul("xrow", L), "r"))
+            idx = place(ridx)
+            p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], fold) if fold else None
             for v, tname, contiguous, arg in self.items:
                 val = self.value(v, idx)
                 self._store(tname, v, idx, val, contiguous, arg)

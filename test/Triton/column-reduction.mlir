@@ -1,0 +1,42 @@
+// RUN: lamina-opt %s --lamina-fuse --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
+
+// A sum over dim 1 of [B, R, X] reads its input along X, a kept dim: "column" rows. A
+// program takes XBLOCK neighbours along X of one lead row (xlast from an arange, split
+// from the program id), so Triton sees the loads are contiguous along the rows and lays
+// its threads along them; the looped variant steps the lanes in short steps.
+func.func @colsum(%x: tensor<4x256x255xf32>) -> tensor<4x255xf32> attributes {lamina.graph} {
+  %0 = "lamina.reduce_sum"(%x) {dims = array<i64: 1>, keepdim = false} : (tensor<4x256x255xf32>) -> tensor<4x255xf32>
+  return %0 : tensor<4x255xf32>
+}
+
+// CHECK-LABEL: def {{.*}}g0_persistent(
+// CHECK: xtiles = (255 + XBLOCK - 1) // XBLOCK
+// CHECK: xlead = xpid // xtiles + tl.zeros([XBLOCK, 1], tl.int32)
+// CHECK: xlast = (xpid % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+// CHECK: xrow = ((xlead * 255) + xlast)
+// CHECK: xmask = xlast < 255
+// CHECK: tl.load(a0 + ((xlast + (r * 255)) + (xlead * 65280))
+// CHECK: tl.sum(
+// CHECK: tl.store(a1 + (xrow + r)
+// CHECK-LABEL: def launch(
+// CHECK: column_persistent_configs(_rb)
+// CHECK: lambda c: ((4) * ((255 + c['XBLOCK'] - 1) // c['XBLOCK']),)
+// CHECK: column_looped_configs()
+
+// A softmax over dim 1 of [N, C, H, W]: its rows are (N, H, W) and its lanes C, so each
+// (n, h, w) computes its max and sum once (not once per channel); its last row dim is W,
+// so the rows are columns too.
+func.func @sm1(%x: tensor<2x24x8x32xf32>) -> tensor<2x24x8x32xf32> attributes {lamina.graph} {
+  %0 = "lamina.softmax"(%x) {dim = 1 : i64} : (tensor<2x24x8x32xf32>) -> tensor<2x24x8x32xf32>
+  return %0 : tensor<2x24x8x32xf32>
+}
+
+// CHECK-LABEL: def {{.*}}g0_persistent(
+// CHECK: xlast = (xpid % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+// CHECK: rmask{{[0-9]+}} = r < 24
+// CHECK: tl.load(a0 + (((xlast + (x1 * 32)) + (r * 256)) + (x0 * 6144))
+// CHECK-NOT: tl.load
+// CHECK: tl.store(a1 + (((xlast + (x1 * 32)) + (r * 256)) + (x0 * 6144))
+// CHECK-LABEL: def launch(
+// CHECK: _rows = 512
+// CHECK: _lanes = max(24, 1)
