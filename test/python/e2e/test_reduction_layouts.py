@@ -3,7 +3,9 @@ eager on every target (the cuda suite runs this file under TRITON_INTERPRET=1): 
 arg-reductions over a middle dim ("column" rows: XBLOCK neighbours along the contiguous
 dim per program, persistent and looped), softmax / RMS norm over channels (rows N, H, W;
 lanes C), group and instance norm (their statistics per row through the reshape to
-[N, G, -1] or [1, N*C, H, W], not per element)."""
+[N, G, -1] or [1, N*C, H, W], not per element), and split reductions (few rows of many
+lanes: partials over lane chunks by one program each, then combined; batch norm's statistics
+computed that way first, then its elements as a flat program)."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -25,14 +27,33 @@ CASES = {
     "group_norm": (lambda x: F.group_norm(x, 4), (2, 8, 6, 5)),
     "instance_norm": (lambda x: F.instance_norm(x), (2, 3, 6, 5)),
     "batch_norm_train": (lambda x: F.batch_norm(x, None, None, training=True), (3, 4, 5, 6)),
+    # split reductions (rows < 2 SMs' worth, >= 16384 lanes; the test pretends to 132 SMs)
+    "sum_all_split": (lambda x: x.sum(), (3, 7000)),
+    "mse_loss_split": (lambda x: F.mse_loss(x, torch.tanh(x)), (150, 150)),
+    "amax_dim1_split": (lambda x: x.amax(dim=1), (3, 20000)),
+    "batch_norm_train_split": (lambda x: F.batch_norm(x, None, None, training=True), (16, 2, 64, 64)),
 }
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_matches_eager(name):
+def test_matches_eager(name, monkeypatch):
+    from lamina.codegen.cuda import launch
+
+    monkeypatch.setattr(launch, "_sm_count", lambda: 132)   # (the interpreter has 1)
     fn, shape = CASES[name]
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(len(name)))
     x[0, 1] = x[0, 1] * 1e3   # rows of very different magnitudes
     torch._dynamo.reset()
     got = torch.compile(fn, backend="lamina", options={"strict": True})(x)
     torch.testing.assert_close(got, fn(x), rtol=1e-5, atol=1e-4)
+
+
+def test_split_max_propagates_nan(monkeypatch):
+    from lamina.codegen.cuda import launch
+
+    monkeypatch.setattr(launch, "_sm_count", lambda: 132)
+    x = torch.randn(2, 20000, generator=torch.Generator().manual_seed(0))
+    x[1, 17000] = float("nan")
+    torch._dynamo.reset()
+    got = torch.compile(lambda x: x.amax(dim=1), backend="lamina", options={"strict": True})(x)
+    torch.testing.assert_close(got, x.amax(dim=1), equal_nan=True)

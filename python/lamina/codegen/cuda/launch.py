@@ -82,6 +82,24 @@ def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
     return [narrow] + [t for t in tiles if t != narrow]
 
 
+SPLIT_MIN_LANES = 16384   # shorter rows are not split
+
+
+def split_reduction(rows: int, lanes: int) -> tuple[int, int]:
+    """(programs per row, lanes per program) for a group of few long reduction rows (1, 0:
+    no split): about four programs per SM in all, each at least 4096 lanes (a multiple of
+    the looped step, 1024), at most 1024 per row (stage 2 combines them in one block)."""
+    sms = _sm_count()
+    if lanes < SPLIT_MIN_LANES or rows >= 2 * sms:
+        return 1, 0
+    split = min(1024, max(1, 4 * sms // max(rows, 1)), lanes // 4096)
+    if split <= 1:
+        return 1, 0
+    chunk = -(-lanes // split)
+    chunk = -(-chunk // 1024) * 1024
+    return -(-lanes // chunk), chunk
+
+
 @functools.lru_cache(maxsize=None)
 def column_persistent_configs(rblock: int) -> list[dict]:
     """Rows per program (XBLOCK, neighbours along the contiguous last row dim) and warps for

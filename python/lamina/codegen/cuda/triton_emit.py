@@ -56,6 +56,10 @@ PERSISTENT_MAX = 4096      # longest row (elements) a persistent program keeps i
 LOOP_RBLOCK = 1024         # lanes per iteration of a looped reduction
 
 
+FEW_ROWS = 512             # a group of at most this many rows ...
+LONG_LANES = 65536         # ... and at least this many lanes per row computes its reductions first
+
+
 COLUMN_PERSISTENT_MAX = 256   # longest row a column-rows program keeps in registers (XBLOCK >= 16 of them)
 
 
@@ -265,6 +269,20 @@ def _reshape_deps(src: ir.ShapedType, dst: ir.ShapedType) -> list | None:
     return [[] if a[i] == 1 else
             [j for j in range(len(b)) if b[j] != 1 and S[i] % (T[j] * b[j]) != 0 and T[j] % (S[i] * a[i]) != 0]
             for i in range(len(a))]
+
+
+def _static_prod(sizes: list[str]) -> int:
+    out = 1
+    for x in sizes:
+        out *= int(x)
+    return out
+
+
+def _acc_elem_of(op) -> str:
+    """The element type a reduction generic accumulates in (fp32 for 16-bit floats)."""
+    from .triton_program import _acc_elem
+
+    return _acc_elem(_elem(op.results[0].type))
 
 
 def _static_numel(t: ir.MemRefType) -> int:
@@ -864,22 +882,87 @@ class _KernelCodegen(_Emitter):
         else:
             variants = ["persistent", "looped"]
         columns = rows is not None and self._column_rows(items[0][0], rows)
+        if rows is not None and not columns and self._few_long_rows(items, shape, rows):
+            # few rows of many lanes (batch norm's statistics per channel, then every
+            # element): the reductions first, each split across programs, then the
+            # elements as a flat program reading them
+            for v, *_ in items:
+                self._materialize_reductions(v)
+            rows = self._row_dims(items[0][0])
+            if rows is None:
+                variants = ["flat"]
+        split_op = None if rows is None or columns else self._split_reduction(items, shape, rows)
+        if split_op is not None:
+            variants = variants + ["split1", "split2"]
         built = {}
         for variant in variants:
-            p, info = self._build(f"{name}_{variant}", variant, shape, rows, items, columns)
+            p, info = self._build(f"{name}_{variant}", variant, shape, rows, items, columns, split_op)
             if variant == "flat" and len(shape) >= 2 and self._reads_or_writes_channels_last(p, items):
                 p, info = self._build(f"{name}_tiled", "tiled", shape, rows, items)
                 variant = "tiled"
             p.name_by_content()
             built[variant] = (p, info)
             self.programs.append((p, info))
-        self._launch_group(name, shape, rows, built, columns)
+        self._launch_group(name, shape, rows, built, columns, split_op)
 
-    def _build(self, short: str, variant: str, shape, rows, items, columns: bool = False) -> tuple[_Program, dict]:
+    def _few_long_rows(self, items, shape, rows) -> bool:
+        """Static sizes, at most FEW_ROWS rows and at least LONG_LANES lanes besides them (the
+        stores would run one program per row), and reductions split_reduction can split."""
+        row_dims = set(rows) if isinstance(rows, tuple) else set(range(rows))
+        if not all(x.isdigit() for x in shape):
+            return False
+        nrows = _static_prod([shape[d] for d in row_dims])
+        lanes = _static_prod([shape[d] for d in range(len(shape)) if d not in row_dims])
+        if nrows > FEW_ROWS or lanes < LONG_LANES:
+            return False
+        found: list = []
+        for v, *_ in items:
+            self._row_dims(v, found)
+        return bool(found) and all(len(op.results) == 1 or "lamina.accumulate" in op.attributes for op in found)
+
+    def _materialize_reductions(self, v) -> None:
+        """Every reduction `v` reads, into a temporary of its own, innermost first (their
+        programs then read no other reduction: split_reduction can split them)."""
+        found: list = []
+        self._row_dims(v, found)
+        for op in {op: None for op in found}:
+            n_in = len(op.operands) - len(op.results)
+            for x in list(op.operands)[:n_in]:
+                self._materialize_reductions(x)
+            for result in op.results:   # (both of a compensated pair: a value may read either)
+                if result not in self.materialized:
+                    self._materialize(result)
+
+    def _split_reduction(self, items, shape, rows):
+        """The reduction generic a group may split across programs (its rows few and long:
+        a full sum, a loss, a norm's statistics), or None. The group must store only that
+        reduction's results (its other dims of size 1: nothing else runs per lane), a
+        single sum / product / max / min whose input reads no other reduction."""
+        row_dims = set(rows) if isinstance(rows, tuple) else set(range(rows))
+        if any(d not in row_dims and s != "1" for d, s in enumerate(shape)):
+            return None
+        found: list = []
+        for v, *_ in items:
+            self._row_dims(v, found)
+        ops = list({op: None for op in found})
+        if len(ops) != 1:
+            return None
+        op = ops[0]
+        n_in = len(op.operands) - len(op.results)
+        if any(self._row_dims(x) is not None for x in list(op.operands)[:n_in]):
+            return None
+        compensated = "lamina.accumulate" in op.attributes
+        if len(op.results) != 1 and not compensated:
+            return None
+        return op
+
+    def _build(self, short: str, variant: str, shape, rows, items, columns: bool = False,
+               split_op=None) -> tuple[_Program, dict]:
         """One program of a group; a reduction its values read per lane (NestedReduction) is
         computed into a temporary first, by a program launched before this one."""
         while True:
             p = _Program(self, short, variant)
+            p.split_op = split_op
             try:
                 return p, _ProgramBuilder(self, p, shape, rows, items, columns).build()
             except NestedReduction as e:
@@ -894,7 +977,7 @@ class _KernelCodegen(_Emitter):
                    if isinstance(self.k.args[i].type, ir.MemRefType) and not self.k.contiguous(i)}
         return any(t in self.channels_last or t in strided for t in p.tensor_params)
 
-    def _launch_group(self, name, shape, rows, built, columns: bool = False) -> None:
+    def _launch_group(self, name, shape, rows, built, columns: bool = False, split_op=None) -> None:
         L = self.launcher
         if "tiled" in built:
             p, info = built["tiled"]
@@ -963,7 +1046,21 @@ class _KernelCodegen(_Emitter):
             L.append(f"        run_tuned({pl.name}, (_rows, _lanes), {grid}, ({', '.join(infol['call_args'])},), "
                      f"column_looped_configs(), _autotune, {index64})")
             return
-        L.append(f"    if _lanes <= {PERSISTENT_MAX}:")
+        cond = "if"
+        if split_op is not None:
+            # few long rows: split each across programs (stage 1: partials; stage 2: combined)
+            s1, info1 = built["split1"]
+            s2, info2 = built["split2"]
+            acc = T.torch_dtype_text(_acc_elem_of(split_op))
+            L.append("    _split, _chunk = split_reduction(_rows, _lanes)")
+            L.append("    if _split > 1:")
+            L.append(f"        _part = torch.empty((_rows * _split,), dtype={acc}, device=_device)")
+            L.append(f"        {s1.name}[(_rows * _split,)]({', '.join(info1['call_args'])}, XBLOCK=1, RBLOCK={LOOP_RBLOCK}, "
+                     f"{index64}, num_warps=8)")
+            L.append(f"        {s2.name}[(_rows,)]({', '.join(info2['call_args'])}, XBLOCK=1, "
+                     f"RBLOCK=1 << (_split - 1).bit_length(), {index64}, num_warps=4)")
+            cond = "elif"
+        L.append(f"    {cond} _lanes <= {PERSISTENT_MAX}:")
         L.append("        _rb = 1 << (_lanes - 1).bit_length()")
         configs = f"[{fixed!r}]" if fixed else "persistent_configs(_rb, _rows)"
         L.append(f"        run_tuned({p.name}, (_rows, _lanes), lambda c: ((_rows + c['XBLOCK'] - 1) // c['XBLOCK'],), "
@@ -996,7 +1093,7 @@ class _KernelCodegen(_Emitter):
         out = ['"""Triton kernels of lamina kernel %s (generated by lamina.codegen.cuda.triton_emit)."""' % k.name,
                "import torch", "import triton", "import triton.language as tl",
                "from lamina.codegen.cuda import triton_helpers as lh",
-               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, flat_config, persistent_configs, run_tuned, tiled_config",
+               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, flat_config, persistent_configs, run_tuned, split_reduction, tiled_config",
                "from lamina.codegen.library_calls import call_routine", "", ""]
         names = {}
         for p, info in self.programs:

@@ -312,6 +312,8 @@ class _ProgramBuilder:
             self._flat()
         elif p.variant == "tiled":
             self._tiled()
+        elif p.variant == "split1":
+            self._split_partials()
         else:
             self._rows()
         call_args = []
@@ -423,7 +425,7 @@ class _ProgramBuilder:
 
         # (the group's own index folds back to its linear counter only when rows lead)
         fold = _add(_mul("xrow", L), "r") if leading else None
-        if p.variant == "persistent":
+        if p.variant in ("persistent", "split2"):
             p.emit("r = tl.arange(0, RBLOCK)[None, :]")
             p.current_rmask = self._rmask(L)
             ridx = self._decompose_cached(lane_sizes) if lane_sizes else []
@@ -448,6 +450,38 @@ class _ProgramBuilder:
             p.scope = p.root
             p.emit(f"for roff in range(0, {L}, RBLOCK):")
             p.root.lines.extend(loop.lines)
+
+    def _split_partials(self) -> None:
+        """Stage 1 of a split reduction (a group of few rows, each one long reduction:
+        triton_emit._split_reduction): program (row, s) combines lanes [s * _chunk, (s + 1) *
+        _chunk) of its row into _part[row * _split + s], in the accumulator's type; stage 2
+        (variant "split2") combines a row's _split partials where the reduction was."""
+        p = self.p
+        op = p.split_op
+        res_shape = self.cg.shape(op.results[0])
+        nrows = p.sizes_in_kernel(_prod(res_shape))
+        split, chunk = p.use_param("_split"), p.use_param("_chunk")
+        part = p.use_tensor("_part")
+        p.emit(f"xpid = {self._pid()}")
+        p.emit(f"xrow = xpid // {split} + tl.zeros([XBLOCK, 1], tl.int32)")
+        p.emit(f"xs = xpid % {split}")
+        p.emit(f"xmask = xrow < {nrows}")
+        idx = self._decompose("xrow", res_shape, "x")
+        p.lane_window = (f"xs * {chunk}", f"xs * {chunk} + {chunk}")
+        red = self._reduction(op, 0, idx, _op_name_of(op.location))
+        p.emit(f"tl.store({part} + (xrow * {split} + xs), {red}, mask=xmask)")
+
+    def _split_combine(self, op, idx, combine, neutral) -> str:
+        """Stage 2 of a split reduction: the row's partials, combined (see _split_partials)."""
+        p = self.p
+        res_shape = self.cg.shape(op.results[0])
+        lin, stride = "0", "1"
+        for d in reversed(range(len(res_shape))):
+            lin = _add(lin, _mul(idx[d], stride))
+            stride = _mul(stride, p.sizes_in_kernel(res_shape[d]))
+        split, part = p.use_param("_split"), p.use_tensor("_part")
+        acc = p.let(f"tl.load({part} + ({lin}) * {split} + r, mask=xmask & (r < {split}), other={neutral})")
+        return p.let(f"{_REDUCE[combine].format(acc)}[:, None]")
 
     def _domain(self, L: str) -> None:
         if L not in self.lane_domains:
@@ -980,7 +1014,9 @@ class _ProgramBuilder:
         # reduction `r` counts the reduced lanes, so an operand indexed like the group's
         # output (a per-channel statistic read in a reduction over the other dims) must not fold.
         p.decomp = None
-        if p.variant == "persistent":
+        if p.variant == "split2" and op == p.split_op:
+            red = self._split_combine(op, idx, combine, neutral)
+        elif p.variant in ("persistent", "split2"):
             p.current_rmask = self._rmask(L)
             ridx = self._decompose_cached(extents)
             for d, r in zip(red_dims, ridx):
@@ -1001,10 +1037,13 @@ class _ProgramBuilder:
             x = self._reduced_input(op, loop, combine, loc)
             p.emit(f"{acc} = {_COMBINE[combine].format(acc, f'tl.where(xmask & {p.current_rmask}, {x}, {neutral})')}")
             p.scope = p.root
-            p.emit(f"for roff in range(0, {L}, RBLOCK):")
+            lo, hi = getattr(p, "lane_window", None) or ("0", L)
+            p.emit(f"for roff in range({lo}, {hi}, RBLOCK):")
             p.root.lines.extend(loop_scope.lines)
             red = p.let(f"{_REDUCE[combine].format(acc)}[:, None]", comment=loc)
         p.scope, p.current_rmask, p.decomp = saved_scope, saved_mask, saved_decomp
+        if p.variant == "split1":
+            return red   # a partial: combined, cast and joined with the init by stage 2
         result_elem = _elem(op.results[0].type)
         if _acc_elem(result_elem) != result_elem or acc_elem != result_elem:
             red = p.let(f"{red}.to({_tl(result_elem)})", scope=p.root)
