@@ -42,7 +42,7 @@ from mlir import ir
 from ...dialect import types as T
 from ...lowering.tiling import _is_contraction
 from ..conv_library import is_convolution
-from .triton_ir import (NestedReduction, Unsupported, _add, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
+from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
                         _readers,  # noqa: F401 (re-exported)
                         _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
                         _slice_src_sets)
@@ -417,6 +417,8 @@ class _KernelCodegen(_Emitter):
                     pos = _dim_pos(e)
                     if pos is not None:
                         loop[pos] = sets[p]
+                if "reduction" in kinds and _compensation_of(op, x):
+                    return   # a compensated sum's error term: zero here (one tree sum, _combiner)
                 if "reduction" in kinds:
                     needed = (needed or set()).union(*[loop[i] for i, kd in enumerate(kinds) if kd == "parallel"])
                     if reductions is not None:
@@ -929,9 +931,8 @@ class _KernelCodegen(_Emitter):
             n_in = len(op.operands) - len(op.results)
             for x in list(op.operands)[:n_in]:
                 self._materialize_reductions(x)
-            for result in op.results:   # (both of a compensated pair: a value may read either)
-                if result not in self.materialized:
-                    self._materialize(result)
+            if op.results[0] not in self.materialized:
+                self._materialize(op.results[0])
 
     def _split_reduction(self, items, shape, rows):
         """The reduction generic a group may split across programs (its rows few and long:

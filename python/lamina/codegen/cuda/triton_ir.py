@@ -242,3 +242,9 @@ def _dropped_dims(op, src_rank, res_rank, static_sizes) -> set:
         raise Unsupported("a rank-reducing slice that drops a non-unit dim")
     return dropped
 
+
+def _compensation_of(op, v) -> bool:
+    """Whether `v` is the error term of a compensated sum (`lamina.accumulate =
+    "compensated"`: results (sum, error)), which Triton's tree sums make zero."""
+    return "lamina.accumulate" in op.attributes and len(op.results) == 2 and v == op.results[1] \
+        and ir.StringAttr(op.attributes["lamina.accumulate"]).value == "compensated"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from ...lowering.vector_math import _constant_value
-from .triton_ir import (NestedReduction, Unsupported, _add, _affine_results, _const_val, _dense_constants, _dim_pos,
+from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, _affine_results, _const_val, _dense_constants, _dim_pos,
                         _dropped_dims, _elem, _is_int, _kinds, _maps, _mul, _op_name_of, _owner, _prod,
                         _result_index, _scalar_literal, _tl)
 
@@ -561,6 +561,8 @@ class _ProgramBuilder:
             return self._scalar(op.operands[0])
         if name == "linalg.generic":
             if "reduction" in _kinds(op):
+                if _compensation_of(op, v):
+                    return "0.0"   # a compensated sum's error term: one tree sum here (_combiner)
                 return self._reduction(op, _result_index(v), idx, loc)
             return self._generic(op, _result_index(v), idx, cond, loc)
         if name == "linalg.transpose":
