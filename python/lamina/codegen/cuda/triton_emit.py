@@ -34,6 +34,7 @@ writes one program; triton_ir.py reads the kernel's IR.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -42,7 +43,7 @@ from mlir import ir
 from ...dialect import types as T
 from ...lowering.tiling import _is_contraction
 from ..conv_library import is_convolution
-from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
+from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, row_dims_of, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
                         _readers,  # noqa: F401 (re-exported)
                         _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
                         _slice_src_sets)
@@ -271,13 +272,6 @@ def _reshape_deps(src: ir.ShapedType, dst: ir.ShapedType) -> list | None:
             for i in range(len(a))]
 
 
-def _static_prod(sizes: list[str]) -> int:
-    out = 1
-    for x in sizes:
-        out *= int(x)
-    return out
-
-
 def _acc_elem_of(op) -> str:
     """The element type a reduction generic accumulates in (fp32 for 16-bit floats)."""
     from .triton_program import _acc_elem
@@ -484,16 +478,14 @@ class _KernelCodegen(_Emitter):
         rank = ir.ShapedType(v.type).rank
         if rows is None or rank == 0:
             return False
-        row_dims = list(rows) if isinstance(rows, tuple) else list(range(rows))
+        row_dims = row_dims_of(rows)
         if not row_dims or row_dims[-1] != rank - 1:
             return False
         last = ir.ShapedType(v.type).get_dim_size(rank - 1)
         if not ir.ShapedType(v.type).is_dynamic_dim(rank - 1) and last < 16:
             return False
-        reductions: list = []
-        self._row_dims(v, reductions)
         along_rows = False
-        for op in reductions:
+        for op in self._reductions_of([v]):
             kinds = _kinds(op)
             maps = _maps(op)
             n_in = len(op.operands) - len(op.results)
@@ -910,24 +902,27 @@ class _KernelCodegen(_Emitter):
     def _few_long_rows(self, items, shape, rows) -> bool:
         """Static sizes, at most FEW_ROWS rows and at least LONG_LANES lanes besides them (the
         stores would run one program per row), and reductions split_reduction can split."""
-        row_dims = set(rows) if isinstance(rows, tuple) else set(range(rows))
+        row_dims = row_dims_of(rows)
         if not all(x.isdigit() for x in shape):
             return False
-        nrows = _static_prod([shape[d] for d in row_dims])
-        lanes = _static_prod([shape[d] for d in range(len(shape)) if d not in row_dims])
+        nrows = math.prod(int(shape[d]) for d in row_dims)
+        lanes = math.prod(int(shape[d]) for d in range(len(shape)) if d not in row_dims)
         if nrows > FEW_ROWS or lanes < LONG_LANES:
             return False
-        found: list = []
-        for v, *_ in items:
-            self._row_dims(v, found)
+        found = self._reductions_of([v for v, *_ in items])
         return bool(found) and all(len(op.results) == 1 or "lamina.accumulate" in op.attributes for op in found)
+
+    def _reductions_of(self, values) -> list:
+        """The reduction generics `values` read at row level (each once, in walk order)."""
+        found: list = []
+        for v in values:
+            self._row_dims(v, found)
+        return list(dict.fromkeys(found))
 
     def _materialize_reductions(self, v) -> None:
         """Every reduction `v` reads, into a temporary of its own, innermost first (their
         programs then read no other reduction: split_reduction can split them)."""
-        found: list = []
-        self._row_dims(v, found)
-        for op in {op: None for op in found}:
+        for op in self._reductions_of([v]):
             n_in = len(op.operands) - len(op.results)
             for x in list(op.operands)[:n_in]:
                 self._materialize_reductions(x)
@@ -939,13 +934,10 @@ class _KernelCodegen(_Emitter):
         a full sum, a loss, a norm's statistics), or None. The group must store only that
         reduction's results (its other dims of size 1: nothing else runs per lane), a
         single sum / product / max / min whose input reads no other reduction."""
-        row_dims = set(rows) if isinstance(rows, tuple) else set(range(rows))
+        row_dims = row_dims_of(rows)
         if any(d not in row_dims and s != "1" for d, s in enumerate(shape)):
             return None
-        found: list = []
-        for v, *_ in items:
-            self._row_dims(v, found)
-        ops = list({op: None for op in found})
+        ops = self._reductions_of([v for v, *_ in items])
         if len(ops) != 1:
             return None
         op = ops[0]
@@ -1023,7 +1015,7 @@ class _KernelCodegen(_Emitter):
             return
         p, info = built["persistent"]
         pl, infol = built["looped"]
-        row_dims = list(rows) if isinstance(rows, tuple) else list(range(rows))
+        row_dims = row_dims_of(rows)
         nrows = self._launcher_expr(_prod([shape[d] for d in row_dims]))
         lanes = [self._launcher_expr(x) for x in info["lane_domains"]] or ["1"]
         L.append(f"_rows = {nrows}")

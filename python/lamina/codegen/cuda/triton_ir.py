@@ -248,3 +248,9 @@ def _compensation_of(op, v) -> bool:
     "compensated"`: results (sum, error)), which Triton's tree sums make zero."""
     return "lamina.accumulate" in op.attributes and len(op.results) == 2 and v == op.results[1] \
         and ir.StringAttr(op.attributes["lamina.accumulate"]).value == "compensated"
+
+
+def row_dims_of(rows) -> list[int]:
+    """The row dims of a row group: `rows` is how many dims lead, or their tuple
+    (triton_emit._row_dims)."""
+    return list(rows) if isinstance(rows, tuple) else list(range(rows))

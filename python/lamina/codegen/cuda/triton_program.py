@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from ...lowering.vector_math import _constant_value
-from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, _affine_results, _const_val, _dense_constants, _dim_pos,
+from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, row_dims_of, _affine_results, _const_val, _dense_constants, _dim_pos,
                         _dropped_dims, _elem, _is_int, _kinds, _maps, _mul, _op_name_of, _owner, _prod,
                         _result_index, _scalar_literal, _tl)
 
@@ -390,7 +390,7 @@ class _ProgramBuilder:
         p = self.p
         rows = self.rows
         n = len(self.shape)
-        row_dims = list(rows) if isinstance(rows, tuple) else list(range(rows))
+        row_dims = row_dims_of(rows)
         lane_dims = [d for d in range(n) if d not in row_dims]
         row_sizes, lane_sizes = [self.shape[d] for d in row_dims], [self.shape[d] for d in lane_dims]
         leading = row_dims == list(range(len(row_dims)))
@@ -474,11 +474,8 @@ class _ProgramBuilder:
     def _split_combine(self, op, idx, combine, neutral) -> str:
         """Stage 2 of a split reduction: the row's partials, combined (see _split_partials)."""
         p = self.p
-        res_shape = self.cg.shape(op.results[0])
-        lin, stride = "0", "1"
-        for d in reversed(range(len(res_shape))):
-            lin = _add(lin, _mul(idx[d], stride))
-            stride = _mul(stride, p.sizes_in_kernel(res_shape[d]))
+        # (inside a reduction the group's own index does not fold: p.decomp is None here)
+        lin = _Eval(self.cg, p).p_linear(idx, [p.sizes_in_kernel(x) for x in self.cg.shape(op.results[0])])
         split, part = p.use_param("_split"), p.use_tensor("_part")
         acc = p.let(f"tl.load({part} + ({lin}) * {split} + r, mask=xmask & (r < {split}), other={neutral})")
         return p.let(f"{_REDUCE[combine].format(acc)}[:, None]")
