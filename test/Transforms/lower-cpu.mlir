@@ -2,8 +2,8 @@
 
 // The whole CPU lowering of a kernel lamina-tile-cpu did not tile: plain loops (threads
 // only come from the scf.forall tiles that stage plans above its grain size), erf through
-// libm, and the C interface wrapper the runtime calls.
-// CHECK-LABEL: llvm.func @k(
+// libm, and the C interface wrapper the runtime calls (the kernel itself internal: only the wrapper is called).
+// CHECK-LABEL: llvm.func internal @k(
 // CHECK-NOT: omp.parallel
 // CHECK: llvm.call @erff
 // CHECK: llvm.func @_mlir_ciface_k(
@@ -16,7 +16,7 @@ func.func @k(%a: tensor<64x32xf32>) -> tensor<64x32xf32> attributes {lamina.kern
 // A strided slice of a strided (torch view) input copied into the output: the copy
 // between non-identity layouts becomes a loop nest, not a call of MLIR's runner-utils
 // memrefCopy (the JIT links only libomp).
-// CHECK-LABEL: llvm.func @s(
+// CHECK-LABEL: llvm.func internal @s(
 // CHECK-NOT: memrefCopy
 // CHECK: llvm.load
 // CHECK: llvm.store

@@ -13,7 +13,7 @@
 // OUTLINE: call @g_kernel_0
 // OUTLINE: func.func @g_kernel_0(
 // OUTLINE-SAME: lamina.kernel_kind = "reduction"
-// LLVM: llvm.func @g(
+// LLVM: llvm.func internal @g(
 // LLVM-NOT: "lamina.
 // STAGE: error: lamina-compile failed: unknown stage 'nowhere'; stages: graph, fuse
 // FAULT: error: {{.*}}LAMINA_FAULT: injected failure at stage 'linalg'

@@ -145,13 +145,17 @@ def pipeline_steps(pipeline: str) -> list:
     bufferized, the Python steps `contractions_to_blas` (codegen/blas.py), `convolutions_to_library`
     (codegen/conv_library.py), `copies_to_loops`, `expands_to_reinterpret_casts` and
     `strided_gathers_to_unit_stride`;
-    in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py)."""
+    in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py) and
+    `internalize_c_interface_targets` (codegen/c_interface_linkage.py)."""
     from .bf16_memory import bf16_memory_as_i16
+    from .c_interface_linkage import internalize_c_interface_targets
+
+    llvm_steps = [bf16_memory_as_i16, internalize_c_interface_targets]
 
     passes = _top_level_passes(pipeline)
     names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
     if COPY_REWRITE_AFTER not in names:
-        return [pipeline, copies_to_loops, expands_to_reinterpret_casts, strided_gathers_to_unit_stride, bf16_memory_as_i16]
+        return [pipeline, copies_to_loops, expands_to_reinterpret_casts, strided_gathers_to_unit_stride, *llvm_steps]
     from .blas import contractions_to_blas
     from .conv_library import convolutions_to_library
 
@@ -160,7 +164,7 @@ def pipeline_steps(pipeline: str) -> list:
              expands_to_reinterpret_casts, strided_gathers_to_unit_stride]
     if passes[cut:]:
         steps.append(f"builtin.module({', '.join(passes[cut:])})")
-    return steps + [bf16_memory_as_i16]
+    return steps + llvm_steps
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,56 @@
+"""Functions behind a C interface get internal linkage (LLVM dialect, after the CPU pipeline).
+
+`llvm.emit_c_interface` makes `_mlir_ciface_<name>`, taking memref descriptors by pointer,
+next to `<name>`, whose signature expands every memref into its fields. Callers only use
+the wrapper (`ExecutionEngine.lookup`, the shared object's `_mlir__mlir_ciface_<name>`).
+Left public, `<name>` costs compile time out of all proportion: the ExecutionEngine gives
+every public function a packed wrapper `_mlir_<name>(void**)`, and for a graph entry with
+~1,600 scalar arguments (a ResNet-18 training forward: inputs, parameters, saved
+activations) that wrapper's call lowers to ~1,600 stack stores in one basic block, where
+LLVM's DAG combiner is quadratic (`getStoreMergeCandidates`): 36 of that graph's 38 s of
+JIT time. Internal, `<name>` gets no packed wrapper and is inlined into its only caller,
+the C interface wrapper (2.4 s for the same graph).
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from ..transforms.registry import register_pass
+
+C_INTERFACE_PREFIX = "_mlir_ciface_"
+
+
+def _name(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def _is_definition(op: ir.Operation) -> bool:
+    return len(op.regions) > 0 and len(op.regions[0].blocks) > 0
+
+
+def internalize_c_interface_targets(module: ir.Module | ir.Operation) -> int:
+    """Give each defined `llvm.func @f` that has a defined `@_mlir_ciface_f` internal
+    linkage; returns how many changed."""
+    root = module.operation if isinstance(module, ir.Module) else module
+    funcs = {_name(op.operation): op.operation for op in root.regions[0].blocks[0].operations
+             if op.operation.name == "llvm.func"}
+    internal = ir.Attribute.parse("#llvm.linkage<internal>", root.context)
+    count = 0
+    for name, op in funcs.items():
+        wrapper = funcs.get(C_INTERFACE_PREFIX + name)
+        if name.startswith(C_INTERFACE_PREFIX) or wrapper is None:
+            continue
+        if not (_is_definition(op) and _is_definition(wrapper)):
+            continue
+        if "linkage" in op.attributes and str(op.attributes["linkage"]) == str(internal):
+            continue
+        op.attributes["linkage"] = internal
+        count += 1
+    return count
+
+
+@register_pass("lamina-internalize-c-interface-targets", level="L5",
+               description="give functions behind a _mlir_ciface_ wrapper internal linkage (no JIT packed "
+                           "wrapper with thousands of arguments; inlined into the wrapper)")
+def internalize_c_interface_targets_pass(module: ir.Module, **options) -> None:
+    internalize_c_interface_targets(module)

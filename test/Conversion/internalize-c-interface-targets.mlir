@@ -1,0 +1,32 @@
+// RUN: lamina-opt %s --lamina-internalize-c-interface-targets | FileCheck %s
+
+// Callers use only `_mlir_ciface_<name>`; `<name>` (every memref expanded into its fields:
+// a graph entry has ~1,600 scalar arguments) becomes internal, so the JIT makes no packed
+// wrapper for it (a call with that many stack stores is quadratic in LLVM's DAG combiner)
+// and inlines it into the wrapper.
+
+// CHECK-LABEL: llvm.func internal @graph(
+llvm.func @graph(%a: !llvm.ptr, %n: i64) attributes {llvm.emit_c_interface} {
+  llvm.return
+}
+// CHECK-LABEL: llvm.func @_mlir_ciface_graph(
+llvm.func @_mlir_ciface_graph(%d: !llvm.ptr) attributes {llvm.emit_c_interface} {
+  %c = llvm.mlir.constant(4 : i64) : i64
+  llvm.call @graph(%d, %c) : (!llvm.ptr, i64) -> ()
+  llvm.return
+}
+
+// No wrapper: stays public.
+// CHECK-LABEL: llvm.func @no_wrapper(
+llvm.func @no_wrapper() {
+  llvm.return
+}
+
+// A declared wrapper (a function the code calls, e.g. a library callback) does not make its
+// target internal, nor is a declaration changed.
+// CHECK-LABEL: llvm.func @callback(
+llvm.func @callback(%a: !llvm.ptr) {
+  llvm.return
+}
+// CHECK: llvm.func @_mlir_ciface_callback(!llvm.ptr)
+llvm.func @_mlir_ciface_callback(!llvm.ptr)
