@@ -1037,7 +1037,7 @@ class _KernelCodegen(_Emitter):
                      f"_autotune, RBLOCK=_rb, {index64})")
             L.append("    else:")
             L.append(f"        run_tuned({pl.name}, (_rows, _lanes), {grid}, ({', '.join(infol['call_args'])},), "
-                     f"column_looped_configs(), _autotune, {index64})")
+                     f"column_looped_configs(_rows), _autotune, {index64})")
             return
         cond = "if"
         if split_op is not None:
