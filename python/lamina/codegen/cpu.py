@@ -146,11 +146,11 @@ def pipeline_steps(pipeline: str) -> list:
     (codegen/conv_library.py), `copies_to_loops`, `expands_to_reinterpret_casts` and
     `strided_gathers_to_unit_stride`;
     in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py) and
-    `internalize_c_interface_targets` (codegen/c_interface_linkage.py)."""
+    `internalize_c_interface_targets` and `kernels_out_of_line` (codegen/function_boundaries.py)."""
     from .bf16_memory import bf16_memory_as_i16
-    from .c_interface_linkage import internalize_c_interface_targets
+    from .function_boundaries import internalize_c_interface_targets, kernels_out_of_line
 
-    llvm_steps = [bf16_memory_as_i16, internalize_c_interface_targets]
+    llvm_steps = [bf16_memory_as_i16, internalize_c_interface_targets, kernels_out_of_line]
 
     passes = _top_level_passes(pipeline)
     names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
@@ -530,11 +530,13 @@ class CpuTarget:
 
         lamina-expand-math first (f32 transcendental math ops -> inline polynomials, so
         the vectorizer sees plain arith; LAMINA_NO_VECTOR_MATH=1 keeps the libm calls),
-        then tiling + vectorization.
+        then tiling + vectorization. Identical kernels are merged first (lamina-dedupe-kernels:
+        a repeated block is tiled and compiled once).
         """
         from ..lowering import vector_math
         from ..transforms.registry import run_pass
 
+        run_pass("lamina-dedupe-kernels", module)
         late = "sin,cos" if tiling_enabled() else ""
         if vector_math.enabled():
             run_pass("lamina-expand-math", module, skip=late)

@@ -30,3 +30,20 @@ llvm.func @callback(%a: !llvm.ptr) {
 }
 // CHECK: llvm.func @_mlir_ciface_callback(!llvm.ptr)
 llvm.func @_mlir_ciface_callback(!llvm.ptr)
+
+// RUN: lamina-opt %s --split-input-file --lamina-kernels-out-of-line | FileCheck %s --check-prefix=OUTLINE
+// -----
+// Kernels stay out of line: LLVM inlining every kernel into the graph entry made one
+// function of the whole graph, superlinear in its optimizer. Other functions are left alone.
+// OUTLINE-LABEL: llvm.func internal @g_kernel_0(
+// OUTLINE-SAME:  no_inline
+llvm.func internal @g_kernel_0(%a: !llvm.ptr) attributes {lamina.kernel = 0 : i64} {
+  llvm.return
+}
+// OUTLINE-LABEL: llvm.func @entry(
+// OUTLINE-NOT:   no_inline
+// OUTLINE:       llvm.call @g_kernel_0
+llvm.func @entry(%a: !llvm.ptr) {
+  llvm.call @g_kernel_0(%a) : (!llvm.ptr) -> ()
+  llvm.return
+}
