@@ -167,3 +167,15 @@ func.func @slices(%a: tensor<4x8xf32>, %d: tensor<?xf32>) -> (tensor<4x8xf32>, t
   %2 = "lamina.slice"(%a) {dim = 0 : i64, start = 0 : i64, end = 2 : i64, step = 1 : i64} : (tensor<4x8xf32>) -> tensor<2x8xf32>
   return %0, %1, %2 : tensor<4x8xf32>, tensor<?xf32>, tensor<2x8xf32>
 }
+
+// A transpose that only moves size-1 dims keeps the element order: a reshape (a view, not a
+// copy); one that also swaps two bigger dims stays a transpose.
+// CHECK-LABEL: func.func @transpose_of_unit_dims
+// CHECK-NEXT: %[[R:.*]] = "lamina.reshape"(%arg0) : (tensor<2x1x24xf32>) -> tensor<2x24x1xf32>
+// CHECK-NEXT: %[[T:.*]] = "lamina.transpose"(%arg0) {perm = array<i64: 2, 1, 0>}
+// CHECK-NEXT: return %[[R]], %[[T]]
+func.func @transpose_of_unit_dims(%a: tensor<2x1x24xf32>) -> (tensor<2x24x1xf32>, tensor<24x1x2xf32>) {
+  %0 = "lamina.transpose"(%a) {perm = array<i64: 0, 2, 1>} : (tensor<2x1x24xf32>) -> tensor<2x24x1xf32>
+  %1 = "lamina.transpose"(%a) {perm = array<i64: 2, 1, 0>} : (tensor<2x1x24xf32>) -> tensor<24x1x2xf32>
+  return %0, %1 : tensor<2x24x1xf32>, tensor<24x1x2xf32>
+}

@@ -8,6 +8,8 @@ its dtype) nothing is rewritten. Rewrites:
     x * 1, 1 * x, x / 1, x ** 1 -> x     x + 0, 0 + x, x - 0 -> x   (floats: only x + (-0.0) and
                                          x - (+0.0) are identities: -0.0 + 0.0 is +0.0)
     transpose(x, identity) -> x          transpose(transpose(x, p), q) -> transpose(x, p∘q) or x
+    transpose(x, p) that only moves static size-1 dims -> reshape(x) (the same element order:
+                                         a view, where the transpose was a copy)
     reshape(x) to x's type -> x (at most one dynamic dim)     reshape(reshape(x)) -> reshape(x)
     broadcast_to(x) to x's static type -> x     broadcast_to(broadcast_to(x)) -> broadcast_to(x)
     cast(x) to x's type -> x             where(c, x, x) -> x (static shapes)
@@ -145,6 +147,8 @@ def _transpose(op, ip):
     x, perm = op.operands[0], _perm(op)
     if perm == list(range(len(perm))):
         return _if_same_type(x, op)
+    if _moves_only_unit_dims(x.type, perm):
+        return _build(ip, op, "reshape", x)
     inner = defining_lamina(x, "transpose")
     if inner is None:
         return None
@@ -155,6 +159,17 @@ def _transpose(op, ip):
     if composed == list(range(len(composed))):
         return _if_same_type(y, op)
     return _build(ip, op, "transpose", y, perm=composed)
+
+
+def _moves_only_unit_dims(t: ir.Type, perm: list[int]) -> bool:
+    """The dims of other than static size 1 keep their order under `perm`: row-major order
+    of the elements is unchanged. (Static shapes only: a reshape to several dynamic dims
+    needs their sizes.)"""
+    rt = ir.RankedTensorType(t)
+    if not rt.has_static_shape:
+        return False
+    kept = [p for p in perm if rt.shape[p] != 1]
+    return kept == sorted(kept)
 
 
 def _dynamic_dims(t: ir.Type) -> int:

@@ -130,3 +130,17 @@ def test_low_precision_matrix_vector_stays_tiled(tmp_path):
     torch.testing.assert_close(got.double(), x.double() @ w.double(), rtol=1e-2, atol=1e-2)
     lowered = "\n".join(p.read_text() for p in tmp_path.glob("*target.mlir"))
     assert "lamina_gemm" not in lowered
+
+
+def test_tensor_matrix_einsum_output_is_a_view_of_the_product(tmp_path):
+    """einsum('bijl,lk->bijk') is one matmul on [b*i*j, l]; torch's decomposition then
+    transposes a size-1 dim of the product. That transpose keeps the element order, so it
+    is a reshape (a view of the matmul's output), not a copy of the whole result."""
+    torch.manual_seed(0)
+    a, b = torch.randn(2, 3, 5, 16), torch.randn(16, 24)
+    fn = lambda x, y: torch.einsum("bijl,lk->bijk", x, y)   # noqa: E731
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="lamina", options={"strict": True, "dump_ir": str(tmp_path)})(a, b)
+    torch.testing.assert_close(got, fn(a.double(), b.double()).float(), rtol=1e-5, atol=1e-5)
+    graph = "\n".join(p.read_text() for p in tmp_path.glob("*-graph.mlir"))
+    assert "lamina.matmul" in graph and "lamina.transpose" not in graph
