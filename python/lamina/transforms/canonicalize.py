@@ -162,9 +162,9 @@ def _transpose(op, ip):
 
 
 def _moves_only_unit_dims(t: ir.Type, perm: list[int]) -> bool:
-    """The dims of other than static size 1 keep their order under `perm`: row-major order
-    of the elements is unchanged. (Static shapes only: a reshape to several dynamic dims
-    needs their sizes.)"""
+    """Whether the dims whose size is not 1 keep their order under `perm` (then the
+    row-major order of the elements is unchanged). Static shapes only: a reshape to
+    several dynamic dims needs their sizes."""
     rt = ir.RankedTensorType(t)
     if not rt.has_static_shape:
         return False
