@@ -23,13 +23,10 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..transforms.common import symbol_name
 from ..transforms.registry import register_pass
 
 C_INTERFACE_PREFIX = "_mlir_ciface_"
-
-
-def _name(op: ir.Operation) -> str:
-    return ir.StringAttr(op.attributes["sym_name"]).value
 
 
 def _is_definition(op: ir.Operation) -> bool:
@@ -40,7 +37,7 @@ def internalize_c_interface_targets(module: ir.Module | ir.Operation) -> int:
     """Give each defined `llvm.func @f` that has a defined `@_mlir_ciface_f` internal
     linkage; returns how many changed."""
     root = module.operation if isinstance(module, ir.Module) else module
-    funcs = {_name(op.operation): op.operation for op in root.regions[0].blocks[0].operations
+    funcs = {symbol_name(op.operation): op.operation for op in root.regions[0].blocks[0].operations
              if op.operation.name == "llvm.func"}
     internal = ir.Attribute.parse("#llvm.linkage<internal>", root.context)
     count = 0

@@ -17,22 +17,18 @@ import re
 
 from mlir import ir
 
-from ..transforms.common import walk_ops
+from ..transforms.common import symbol_name, walk_ops
 from ..transforms.registry import register_pass
 from .kernel_abi import graph_functions, kernel_functions
 
 _KERNEL_INDEX = re.compile(r"lamina\.kernel = \d+ : i64(, )?")
 
 
-def _name(op) -> str:
-    return ir.StringAttr(op.attributes["sym_name"]).value
-
-
 def _signature_free_text(func_op) -> str:
     """The kernel's function without its name and kernel index (no locations)."""
     text = func_op.operation.get_asm(enable_debug_info=False, use_local_scope=True, assume_verified=True)
     head, _, body = text.partition("\n")
-    head = head.replace(f"@{_name(func_op)}(", "@kernel(", 1)
+    head = head.replace(f"@{symbol_name(func_op)}(", "@kernel(", 1)
     return _KERNEL_INDEX.sub("", head) + "\n" + body
 
 
@@ -44,21 +40,22 @@ def dedupe_kernels(module: ir.Module) -> int:
     first_of: dict[str, str] = {}
     merged: dict[str, str] = {}
     doomed, texts = [], []
-    for k in kernel_functions(module):
+    kernels = kernel_functions(module)
+    for k in kernels:
         key = _signature_free_text(k)
         texts.append(key)
         if "sym_visibility" not in k.attributes or ir.StringAttr(k.attributes["sym_visibility"]).value != "private":
             continue
         if key in first_of:
-            merged[_name(k)] = first_of[key]
+            merged[symbol_name(k)] = first_of[key]
             doomed.append(k)
         else:
-            first_of[key] = _name(k)
+            first_of[key] = symbol_name(k)
     if not merged:
         return 0
     # kernel-abi's contract: a kernel is used only by the graph entries' calls. Should
     # anything else name a merged kernel, nothing is merged.
-    kernel_ops = {k.operation for k in kernel_functions(module)} | {g.operation for g in graphs}
+    kernel_ops = {k.operation for k in kernels} | {g.operation for g in graphs}
     texts += [op.operation.get_asm(enable_debug_info=False, use_local_scope=True, assume_verified=True) for op in module.body.operations
               if op.operation not in kernel_ops]
     pattern = re.compile(r"@(" + "|".join(re.escape(n) for n in sorted(merged)) + r")\b")

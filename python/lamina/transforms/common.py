@@ -105,6 +105,11 @@ def apply_transform_script(target, text: str, dump: bool = False) -> None:
     interpreter.apply_named_sequence(target.operation, main, schedule)
 
 
+def symbol_name(op) -> str:
+    """The `sym_name` of a symbol op (func.func, llvm.func, ...)."""
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
 def is_lamina(op) -> bool:
     return op.name.startswith("lamina.")
 
