@@ -7,7 +7,8 @@
     3. outline   (L2) lamina-outline-kernels: one func per kernel, calls in the graph func
     3b. plan     (L4) lamina-plan-memory: each kernel result in an output buffer or at an
                       offset of one per-graph arena (liveness); the launch plan is read here
-    4. linalg    (L3) lamina-to-linalg (with lamina-decompose): kernels on linalg tensors
+    4. linalg    (L3) lamina-to-linalg (with lamina-decompose): kernels on linalg tensors;
+                      lamina-kernel-cse: work two ops lowered alike (their sums) done once
     5. abi       (L4) lamina-kernel-abi: destination-passing memref kernels, and the graph
                       function as the one native entry that calls them
     5b. schedule (L4) the target's loop schedules (CPU: lamina-tile-cpu tiles and vectorizes
@@ -181,7 +182,7 @@ def _run_stages(module, target, strided_args, dump_dir, keep_ir, target_options,
                                [("lamina-plan-memory", getattr(tgt, "plan_options", {}))]
                                + [(name, {}) for name in getattr(tgt, "plan_passes", ())]])
         result.plan = extract_launch_plan(graph_function(module))
-        stage("linalg", lambda: run_pass("lamina-to-linalg", module))
+        stage("linalg", lambda: [run_pass(name, module) for name in ("lamina-to-linalg", "lamina-kernel-cse")])
         stage("abi", lambda: run_pass("lamina-kernel-abi", module))
         stage("schedule", lambda: tgt.schedule(module) if hasattr(tgt, "schedule") else None)
         stage("target", lambda: tgt.lower(module))

@@ -45,6 +45,7 @@ from ..codegen.conv_library import mark_convolutions
 from ..transforms.common import apply_transform_script
 from ..transforms.registry import register_pass
 from .kernel_abi import kernel_functions
+from .kernel_cse import unshare_destinations
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
                              peel_loops, plan_pointwise, vector_lanes)
 from .row_kernel import row_block
@@ -386,21 +387,11 @@ def _top_linalg_ops(func_op):
 def _fuse_elementwise(func_op) -> None:
     """Upstream elementwise fusion, then CSE (a layer norm's mean and its variance's mean are
     one reduction), on this kernel only. CSE also merges equal tensor.empty / linalg.fill
-    inits; each user gets its own again (_unshare_inits), since two ops accumulating into
+    inits; each user gets its own again (unshare_destinations), since two ops accumulating into
     one shared init would share one buffer after empty-tensor elimination."""
     pm = passmanager.PassManager.parse("func.func(linalg-fuse-elementwise-ops, cse)", context=func_op.context)
     pm.run(func_op.operation)
-    _unshare_inits(func_op)
-
-
-def _unshare_inits(func_op) -> None:
-    block = func_op.regions[0].blocks[0]
-    for name in ("linalg.fill", "tensor.empty"):
-        for op in [o.operation for o in block.operations if o.operation.name == name]:
-            uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
-            for owner, index in uses[1:]:
-                copy = op.clone(ip=ir.InsertionPoint(op))
-                owner.operands[index] = copy.results[0]
+    unshare_destinations(func_op)
 
 
 def _has_empty_loop(op) -> bool:

@@ -196,6 +196,36 @@ def test_reductions_of_reductions(tmp_path):
     assert "t0 = torch.empty(" in programs
 
 
+def test_mean_and_variance_of_long_rows_in_one_pass(tmp_path):
+    """Rows longer than a persistent program holds loop over their lanes; a mean and the
+    squared deviations from it (var_mean, layer / instance / batch norm) come from one loop
+    (a shifted Welford, lh.welford), not one loop for the mean and another for the deviations.
+    Accurate where a running mean would not be: values of 1e4 + 1e-2 * randn (var 1e-4),
+    an infinite or nan element (nan variance, as in eager), bf16 rows."""
+    import torch.nn.functional as F
+
+    def stats(x, y):
+        v, m = torch.var_mean(x, 1)
+        return (v, m, torch.std(y, 1, correction=0), F.layer_norm(x, (x.shape[1],)),
+                F.instance_norm(x.view(2, 3, 64, 128)), F.batch_norm(x.view(2, 3, 64, 128), None, None, training=True))
+
+    x = torch.randn(6, 8192, device=DEVICE) * 3 + 1
+    y = 1e4 + 1e-2 * torch.randn(6, 8192, device=DEVICE)
+    y[3, 0], y[4, 9] = float("inf"), float("nan")
+    before = len(lamina.backend.reports())
+    got = torch.compile(stats, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})(x, y)
+    for g, want in zip(got, stats(x.double(), y.double())):
+        torch.testing.assert_close(g.double(), want, rtol=2e-5, atol=1e-5, equal_nan=True)
+    _assert_cuda_records(before)
+    programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+    assert programs.count("lh.welford(") >= 4, programs
+
+    xb = (torch.randn(4, 8192, device=DEVICE) * 2 + 5).bfloat16()
+    got = _compiled(lambda t: torch.var_mean(t, 1))(xb)
+    for g, want in zip(got, torch.var_mean(xb.double(), 1)):
+        torch.testing.assert_close(g.double(), want, rtol=1e-2, atol=1e-2)
+
+
 def test_losses_gathering_from_row_reductions():
     """cross_entropy and friends read a row reduction (log_softmax's max and sum) at a row
     chosen per lane by a gathered index: a nested reduction even though no index is named

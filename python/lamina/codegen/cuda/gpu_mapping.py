@@ -34,7 +34,8 @@ from __future__ import annotations
 from mlir import ir, passmanager
 
 from ...lowering.kernel_abi import kernel_functions
-from ...lowering.tiling import _loop_kinds, _try_vectorize_each, _unshare_inits
+from ...lowering.kernel_cse import unshare_destinations
+from ...lowering.tiling import _loop_kinds, _try_vectorize_each
 from ...lowering.vector_math import expand_small_powers
 from ...transforms.common import ANY_OP, apply_transform_script, transform_script, visit_ops
 from ...transforms.registry import register_pass
@@ -42,7 +43,7 @@ from ..cpu import _identity_layout, copies_to_loops
 from .gpu_reductions import (ROW_THREADS, NotARowKernel, _in_thread_forall, check_block_writes,
                              compensated_combines, copy_reduction_roots, erase_self_copies, fuse_into_thread_loops,
                              one_use_per_op, plain_sums, plan_rows, row_length, row_schedule, row_threads,
-                             shared_partials, unshare_inits, warp_combines)
+                             shared_partials, warp_combines)
 from .gpu_row_segments import segment_rows, segment_shape
 from .gpu_vectors import (TRANSFER_LOWERING, aligned_operands, mark_aligned_accesses, row_aligned_operands,
                           argument_vector_elements, written_arguments)
@@ -430,7 +431,7 @@ def map_kernel(func_op, *, dump_schedule: bool = False) -> None:
     # (unit dims folded again after fusion: an elementwise op on keepdim row values, fed by
     # expand_shapes of the reductions' folded results, would keep the reshape otherwise)
     _run(func_op, f"func.func({fold}linalg-fuse-elementwise-ops, {fold}canonicalize, cse)")
-    _unshare_inits(func_op)
+    unshare_destinations(func_op)
     reshaped_outputs_to_views(func_op)
     check_mappable(func_op)
     if rows:
@@ -519,7 +520,7 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
         segments = _segment_long_rows(func_op)
         copy_reduction_roots(func_op)
         one_use_per_op(func_op)
-        _unshare_inits(func_op)
+        unshare_destinations(func_op)
         roots = _roots(block)
         items = plan_rows(func_op, roots, _loop_sizes, lambda root: _producers(root, block), segments)
     except NotARowKernel as e:
@@ -534,14 +535,14 @@ def _map_row_kernel(func_op, dump_schedule: bool) -> None:
     written = written_arguments(func_op)
     func_op.operation.verify()
     for item in items:
-        unshare_inits(func_op)   # (each fill fuses into the one loop that reads it)
+        unshare_destinations(func_op)   # (each fill fuses into the one loop that reads it)
         _apply(func_op, row_schedule(item, _ROOT, _PRODUCER), dump_schedule)
         _run(func_op, "func.func(canonicalize)")   # (the originals the block fusion cloned; no CSE,
         fuse_into_thread_loops(func_op, item, lambda text: _apply(func_op, text, dump_schedule))
         _run(func_op, "func.func(canonicalize)")   # which would merge equal fills again)
     chunk = items[0]["chunk"] if all(it["chunk"] == items[0]["chunk"] for it in items) else None
     vectorized = chunk is not None and chunk > 1 and _vectorize_thread_tiles(func_op, dump_schedule)
-    unshare_inits(func_op)
+    unshare_destinations(func_op)
     _bufferize(func_op)
     erase_self_copies(func_op)
     copies_to_loops(func_op)   # (a strided memref.copy would call MLIR's runtime: no such thing on the GPU)

@@ -13,7 +13,7 @@ thread-private (`check_block_writes`). Around it:
 * `plain_sums`: lamina-to-linalg's compensated sums (a (sum, compensation) pair per row,
   TwoSum in the body) become plain sums: the transform needs one combiner, and the split
   sums few elements per thread;
-* `copy_reduction_roots`, `one_use_per_op`, `unshare_inits`: a reduction that is an output
+* `copy_reduction_roots`, `one_use_per_op`, `unshare_destinations` (lowering/kernel_cse.py): a reduction that is an output
   gets a copy op as the output's producer (it then accumulates privately); every op and
   init read twice gets a copy per reader (fusion fuses one use);
 * `shared_partials`: after bufferization, buffers the threads write and the block reads
@@ -417,19 +417,6 @@ def _drop_nested_tags(func_op, tag: str) -> None:
         if tag in op.attributes and (_in_thread_forall(op) or not any(True for r in op.results for _ in r.uses)):
             del op.attributes[tag]
     visit_ops(func_op, visit)
-
-
-def unshare_inits(func_op) -> None:
-    """Every tensor.empty / fill in the kernel (at any depth) with one user: CSE merges equal
-    inits, and two reductions whose partials then share one buffer race (a thread starting
-    the next reduction's partial while another still reads the last one's)."""
-    ops = []
-    visit_ops(func_op, lambda op: ops.append(op) if op.operation.name in ("tensor.empty", "linalg.fill") else None)
-    for op in reversed(ops):
-        uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
-        for owner, index in uses[1:]:
-            copy = op.operation.clone(ip=ir.InsertionPoint(op))
-            owner.operands[index] = copy.results[0]
 
 
 def compensated_combines(func_op) -> int:

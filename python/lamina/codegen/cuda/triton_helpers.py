@@ -50,6 +50,25 @@ def prod(x, axis):
 
 
 @triton.jit
+def _welford_combine(mean1, m2_1, n1, mean2, m2_2, n2):
+    # Chan et al.: the statistics of two disjoint parts. An empty part contributes nothing
+    # (its delta * delta * 0 would be nan for an infinite mean).
+    n = n1 + n2
+    w2 = n2 / tl.maximum(n, 1.0)
+    delta = mean2 - mean1
+    mean = tl.where(n1 == 0.0, mean2, tl.where(n2 == 0.0, mean1, mean1 + delta * w2))
+    m2 = tl.where(n1 == 0.0, m2_2, tl.where(n2 == 0.0, m2_1, m2_1 + m2_2 + delta * delta * n1 * w2))
+    return mean, m2, n
+
+
+@triton.jit
+def welford(mean, m2, n, axis):
+    """(mean, sum of squared deviations from it, count) of the lanes' running Welford
+    statistics combined along `axis`."""
+    return tl.reduce((mean, m2, n), axis, _welford_combine)
+
+
+@triton.jit
 def div_trunc(a, b):
     """Integer division rounding toward zero (arith.divsi)."""
     q = a // b

@@ -1023,6 +1023,8 @@ class _ProgramBuilder:
             x = self._reduced_input(op, loop, combine, loc)
             masked = p.let(f"tl.where(xmask & {p.current_rmask}, {x}, {neutral})")
             red = p.let(f"{_REDUCE[combine].format(masked)}[:, None]", comment=loc)
+        elif p.variant == "looped" and self._welford_partner(op) is not None:
+            red = self._welford_reduction(op, idx, loop, extents, red_dims, L, acc_elem, loc)
         else:
             loop_scope = _Scope(p.root, p.root.indent + 1)
             acc = p.fresh("acc")
@@ -1057,6 +1059,81 @@ class _ProgramBuilder:
                               else p.let(_COMBINE[combine].format(init, red), scope=p.root))
         p.root.cache[key] = values
         return values[res]
+
+    # -- a sum of x and the squared deviations of x in one loop (Welford) ----------------------
+    def _welford_partner(self, op):
+        """Another reduction of the kernel that, with `op`, is a sum of an element x and a sum
+        of squared deviations (x - b)^2 of the same x over the same loops (a mean and a
+        variance: batch, layer, group and instance norms, torch.var_mean), or None. A looped
+        program computes the two in one pass over x (_welford_reduction) instead of one loop
+        for the mean and a second one for the deviations from it."""
+        roles = getattr(self.cg, "_welford_roles", None)
+        if roles is None:
+            roles = self.cg._welford_roles = _welford_roles(self.cg.k.func)
+        mine = roles.get(op)
+        if mine is None:
+            return None
+        return next((other for other, role in roles.items()
+                     if role[0] != mine[0] and role[1] == mine[1] and other != op), None)
+
+    def _welford_reduction(self, op, idx, loop, extents, red_dims, L, acc_elem, loc) -> str:
+        """The row value of `op` (sum or squared deviations, see _welford_partner) from one loop
+        over its element x that keeps, per lane, a plain sum of x and Welford's running mean and
+        sum of squared deviations of y = x - K, K the row's first element; the lanes'
+        statistics combine with Chan's formula (lh.welford). Squared deviations from a row
+        value b: M2 + n * (mean_y - (b - K))^2, exact for any b, and well conditioned (both
+        terms are non-negative). The shift keeps the running mean small: Welford's error grows
+        with the rounding of the mean against the spread (var of 1e4 + 1e-2 * randn(8192) was
+        8% off unshifted, 1e-6 shifted), and a data point is within sqrt(n) spreads of the
+        mean. The sum stays a sum: mean * n would turn an inf into a nan."""
+        p = self.p
+        role = self.cg._welford_roles[op]
+        key = ("welford", role[1], tuple(idx))
+        stats = p.root.lookup(key)
+        if stats is None:
+            t = _tl(acc_elem)
+            # K: the element at the first lane (a looped program runs only on non-empty rows)
+            i = role[3]
+            first = list(loop)
+            for d in red_dims:
+                first[d] = "0"
+            shift = self._widen(self.value(op.operands[i], self._apply(_maps(op)[i], first)), _elem(op.operands[i].type))
+            total, mean, m2, count = (p.fresh(n) for n in ("acc", "wmean", "wm2", "wn"))
+            for v in (total, mean, m2, count):
+                p.emit(f"{v} = tl.zeros([XBLOCK, RBLOCK], {t})")
+            loop_scope = _Scope(p.root, p.root.indent + 1)
+            p.scope = loop_scope
+            p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
+            p.current_rmask = self._rmask(L)
+            lanes = list(loop)
+            for d, r in zip(red_dims, self._decompose_vars(extents, "r_r")):
+                lanes[d] = r
+            env = self._body_env(op, lanes, None)
+            env["__loc__"] = loc
+            x = self._widen(self._env(env, role[2], lanes), str(role[2].type))
+            m = p.let(f"xmask & {p.current_rmask}")
+            p.emit(f"{total} = {total} + tl.where({m}, {x}, 0.0)")
+            p.emit(f"{count} = {count} + {m}.to({t})")
+            y = p.let(f"{x} - {shift}")
+            delta = p.let(f"tl.where({m}, {y} - {mean}, 0.0)")
+            p.emit(f"{mean} = {mean} + {delta} / tl.maximum({count}, 1.0)")
+            p.emit(f"{m2} = {m2} + {delta} * tl.where({m}, {y} - {mean}, 0.0)")
+            p.scope = p.root
+            lo, hi = getattr(p, "lane_window", None) or ("0", L)
+            p.emit(f"for roff in range({lo}, {hi}, RBLOCK):")
+            p.root.lines.extend(loop_scope.lines)
+            both = p.let(f"lh.welford({mean}, {m2}, {count}, 1)", comment=loc)
+            stats = (p.let(f"tl.sum({total}, axis=1)[:, None]"),
+                     *(p.let(f"{both}[{k}][:, None]") for k in range(3)), shift)
+            p.root.cache[key] = stats
+        total, mean, m2, count, shift = stats
+        if role[0] == "sum":
+            return total
+        # the row value b, at the reduction's output index (the loop's parallel indices)
+        j = role[4]
+        b = self._widen(self.value(op.operands[j], self._apply(_maps(op)[j], loop)), _elem(op.operands[j].type))
+        dev = p.let(f"{mean} - ({b} - {shift})")
+        return p.let(f"{m2} + {count} * ({dev} * {dev})", comment=loc)
 
     def _decompose_cached(self, extents: list[str]) -> list[str]:
         """Lane index of each reduction dim, from the program's lane counter `r` (shared by
@@ -1138,6 +1215,71 @@ class _ProgramBuilder:
         if acc != elem and not _literal(x):
             return self.p.let(f"{x}.to({_tl(acc)})")
         return x
+
+
+def _welford_roles(func, op=None):
+    """Every float sum reduction of `func` (or just `op`) that Welford can compute, as
+    ("sum", key, x, i) for a sum of x, (a widening of) the element of input i, or ("ssd", key,
+    x, i, j) for a sum of (x - b)^2 with b (a widening of) the element of input j, read the same at
+    every reduced element (a row value); key: x's operand, its map, the loops and the output
+    map (two roles of one key reduce the same x over the same loops into the same rows).
+    A dict op -> role (the role, for `op`)."""
+    def element(g, v, n_in):
+        while _owner(v) is not None and _owner(v).name == "arith.extf":
+            v = _owner(v).operands[0]
+        args = list(g.regions[0].blocks[0].arguments)
+        return args.index(v) if v in args[:n_in] else None
+
+    def role(g):
+        if g.name != "linalg.generic" or "reduction" not in _kinds(g):
+            return None
+        if not str(g.results[0].type).endswith(("f32>", "f64>")):
+            return None
+        block = g.regions[0].blocks[0]
+        n_out = len(g.results)
+        n_in = len(g.operands) - n_out
+        acc = block.arguments[len(block.arguments) - 1]
+        comb = next((o.operation for o in block.operations if acc in list(o.operands)), None)
+        if comb is None or comb.name != "arith.addf":
+            return None
+        compensated = "lamina.accumulate" in g.attributes and \
+            ir.StringAttr(g.attributes["lamina.accumulate"]).value == "compensated"
+        if n_out != (2 if compensated else 1):
+            return None
+        x = [v for v in comb.operands if v != acc][0]
+        maps = _maps(g)
+        kinds = _kinds(g)
+
+        def key(i):
+            return (g.operands[i], str(maps[i]), ",".join(kinds), str(maps[n_in]))
+        i = element(g, x, n_in)
+        if i is not None:
+            return ("sum", key(i), x, i)
+        sq = _owner(x)
+        if sq is None or sq.name != "arith.mulf" or sq.operands[0] != sq.operands[1]:
+            return None
+        d = _owner(sq.operands[0])
+        if d is None or d.name != "arith.subf":
+            return None
+        i, j = element(g, d.operands[0], n_in), element(g, d.operands[1], n_in)
+        # b: each of its indices a parallel loop or a constant
+        if i is None or j is None or not all(
+                _const_val(e) is not None or (_dim_pos(e) is not None and kinds[_dim_pos(e)] == "parallel")
+                for e in _affine_results(maps[j])):
+            return None
+        return ("ssd", key(i), d.operands[0], i, j)
+
+    if op is not None:
+        return role(op)
+    roles = {}
+
+    def visit(o):
+        r = role(o.operation)
+        if r is not None:
+            roles[o.operation] = r
+        return ir.WalkResult.ADVANCE
+    func.operation.walk(visit)
+    return roles
 
 
 def tile_dim(shape: list[str]) -> int:

@@ -1,0 +1,59 @@
+"""Work that a kernel computes twice is computed once (L3, right after lamina-to-linalg).
+
+Lowering is op by op, so composite ops that share a sub-computation each build their own:
+batch norm in training reads `reduce_mean(x)`, `var(x, correction=0)` and (for the running
+variance) `var(x, correction=1)`, and each lowers to its own sum of x (and each var to its
+own sum of squared deviations). lamina-cse cannot see this at L1, where they are different
+ops. Upstream `cse` over the kernel bodies merges the identical linalg generics (the three
+sums of x become one, the two sums of squares one), so the kernel reads its input twice
+instead of five times, on every target.
+
+CSE also merges equal destinations, which the schedules must not see shared: two
+reductions accumulating in one `linalg.fill` buffer (a tiled fusion then fuses one fill
+into both loops), and `tensor.empty` outputs that bufferization would have to copy to keep
+apart. So afterwards every `linalg.fill` and `tensor.empty` with several users is cloned
+before each further user: destinations are one per user again, as lowering built them.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from ..transforms.common import walk_ops
+from ..transforms.registry import register_pass
+from .kernel_abi import kernel_functions
+
+_DESTINATIONS = ("linalg.fill", "tensor.empty")
+
+
+def unshare_destinations(func_op) -> int:
+    """Clone every fill / empty tensor with several users once per further user (in its
+    place, so the clone dominates what the original did); returns how many clones were
+    made. Fills go first: the empties their clones share are then unshared too."""
+    made = 0
+    for name in _DESTINATIONS:
+        for op in [o for o in walk_ops(func_op.operation) if o.name == name]:
+            uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
+            for user, index in uses[1:]:
+                user.operands[index] = op.clone(ip=ir.InsertionPoint(op)).results[0]
+                made += 1
+    return made
+
+
+def merge_duplicate_work(module: ir.Module) -> None:
+    """Upstream cse on every kernel function, then one destination per user."""
+    kernels = kernel_functions(module)
+    if not kernels:
+        return
+    pm = PassManager.parse("func.func(cse)", context=module.context)
+    with module.context:
+        for k in kernels:
+            pm.run(k.operation)
+            unshare_destinations(k)
+
+
+@register_pass("lamina-kernel-cse", level="L3",
+               description="upstream cse on kernel bodies (sums that composite ops each lowered are "
+                           "computed once), then every fill / empty destination has one user again")
+def kernel_cse_pass(module: ir.Module, **options) -> None:
+    merge_duplicate_work(module)
