@@ -226,6 +226,26 @@ def test_mean_and_variance_of_long_rows_in_one_pass(tmp_path):
         torch.testing.assert_close(g.double(), want, rtol=1e-2, atol=1e-2)
 
 
+def test_mean_and_variance_of_few_long_rows_split_in_one_pass(tmp_path):
+    """Few long rows (a layer norm of 65536 lanes, batch norm's statistic per channel) split
+    each row across programs: the sum and the squared deviations are one split reduction,
+    each chunk's (sum, mean, M2, count) combined by stage 2 (Chan's formula), instead of a
+    split sum and then a second split pass over the input for the deviations."""
+    import torch.nn.functional as F
+
+    def stats(x, y, z):
+        return F.layer_norm(x, (x.shape[1],)), torch.std(y, 1), F.batch_norm(z, None, None, training=True)
+
+    x = torch.randn(1, 65536, device=DEVICE) * 2 + 3
+    y = 1e4 + 1e-2 * torch.randn(1, 70000, device=DEVICE)
+    z = torch.randn(4, 1, 130, 130, device=DEVICE) + 5
+    got = torch.compile(stats, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})(x, y, z)
+    for g, want in zip(got, stats(x.double(), y.double(), z.double())):
+        torch.testing.assert_close(g.double(), want, rtol=2e-5, atol=1e-5)
+    programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+    assert programs.count("_part = torch.empty((_rows * _split * 4,)") >= 3, programs
+
+
 def test_losses_gathering_from_row_reductions():
     """cross_entropy and friends read a row reduction (log_softmax's max and sum) at a row
     chosen per lane by a gathered index: a nested reduction even though no index is named

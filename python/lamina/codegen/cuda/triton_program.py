@@ -469,6 +469,11 @@ class _ProgramBuilder:
         idx = self._decompose("xrow", res_shape, "x")
         p.lane_window = (f"xs * {chunk}", f"xs * {chunk} + {chunk}")
         red = self._reduction(op, 0, idx, _op_name_of(op.location))
+        if p.split_partner is not None:
+            # a Welford pair: the sum's partial, then the chunk's (mean, M2, count)
+            for k, v in enumerate(red[:4]):
+                p.emit(f"tl.store({part} + ((xrow * {split} + xs) * 4 + {k}), {v}, mask=xmask)")
+            return
         p.emit(f"tl.store({part} + (xrow * {split} + xs), {red}, mask=xmask)")
 
     def _split_combine(self, op, idx, combine, neutral) -> str:
@@ -477,8 +482,23 @@ class _ProgramBuilder:
         # (inside a reduction the group's own index does not fold: p.decomp is None here)
         lin = _Eval(self.cg, p).p_linear(idx, [p.sizes_in_kernel(x) for x in self.cg.shape(op.results[0])])
         split, part = p.use_param("_split"), p.use_tensor("_part")
-        acc = p.let(f"tl.load({part} + ({lin}) * {split} + r, mask=xmask & (r < {split}), other={neutral})")
+        if p.split_partner is not None:   # (four partials a chunk: _split_partials)
+            acc = p.let(f"tl.load({part} + (({lin}) * {split} + r) * 4, mask=xmask & (r < {split}), other={neutral})")
+        else:
+            acc = p.let(f"tl.load({part} + ({lin}) * {split} + r, mask=xmask & (r < {split}), other={neutral})")
         return p.let(f"{_REDUCE[combine].format(acc)}[:, None]")
+
+    def _split_welford(self, op, idx, loop, red_dims, loc) -> str:
+        """Stage 2 of a split Welford pair: the squared deviations `op` from the chunks'
+        (mean, M2, count), combined with Chan's formula (see _welford_reduction)."""
+        p = self.p
+        lin = _Eval(self.cg, p).p_linear(idx, [p.sizes_in_kernel(x) for x in self.cg.shape(op.results[0])])
+        split, part = p.use_param("_split"), p.use_tensor("_part")
+        parts = [p.let(f"tl.load({part} + (({lin}) * {split} + r) * 4 + {k}, mask=xmask & (r < {split}), other=0.0)")
+                 for k in (1, 2, 3)]
+        both = p.let(f"lh.welford({', '.join(parts)}, 1)", comment=loc)
+        mean, m2, count = (p.let(f"{both}[{k}][:, None]") for k in range(3))
+        return self._deviations(op, mean, m2, count, self._welford_shift(op, loop, red_dims), loop, loc)
 
     def _domain(self, L: str) -> None:
         if L not in self.lane_domains:
@@ -1015,6 +1035,13 @@ class _ProgramBuilder:
         p.decomp = None
         if p.variant == "split2" and op == p.split_op:
             red = self._split_combine(op, idx, combine, neutral)
+        elif p.variant == "split2" and op == getattr(p, "split_partner", None):
+            red = self._split_welford(op, idx, loop, red_dims, loc)
+        elif p.variant == "split1" and getattr(p, "split_partner", None) is not None:
+            # stage 1 of a split Welford pair: the chunk's statistics (_split_partials)
+            red = self._welford_reduction(op, idx, loop, extents, red_dims, L, acc_elem, loc, stats_only=True)
+            p.scope, p.current_rmask, p.decomp = saved_scope, saved_mask, saved_decomp
+            return red
         elif p.variant in ("persistent", "split2"):
             p.current_rmask = self._rmask(L)
             ridx = self._decompose_cached(extents)
@@ -1067,16 +1094,31 @@ class _ProgramBuilder:
         variance: batch, layer, group and instance norms, torch.var_mean), or None. A looped
         program computes the two in one pass over x (_welford_reduction) instead of one loop
         for the mean and a second one for the deviations from it."""
-        roles = getattr(self.cg, "_welford_roles", None)
-        if roles is None:
-            roles = self.cg._welford_roles = _welford_roles(self.cg.k.func)
+        roles = welford_roles_of(self.cg)
         mine = roles.get(op)
         if mine is None:
             return None
         return next((other for other, role in roles.items()
                      if role[0] != mine[0] and role[1] == mine[1] and other != op), None)
 
-    def _welford_reduction(self, op, idx, loop, extents, red_dims, L, acc_elem, loc) -> str:
+    def _welford_shift(self, op, loop, red_dims) -> str:
+        """K of _welford_reduction: `op`'s element x at the row's first lane (a looped or
+        split program runs only on non-empty rows)."""
+        i = welford_roles_of(self.cg)[op][3]
+        first = list(loop)
+        for d in red_dims:
+            first[d] = "0"
+        return self._widen(self.value(op.operands[i], self._apply(_maps(op)[i], first)), _elem(op.operands[i].type))
+
+    def _deviations(self, op, mean, m2, count, shift, loop, loc) -> str:
+        """The squared deviations `op` sums, (x - b)^2, from the statistics of y = x - K."""
+        p = self.p
+        j = welford_roles_of(self.cg)[op][4]
+        b = self._widen(self.value(op.operands[j], self._apply(_maps(op)[j], loop)), _elem(op.operands[j].type))
+        dev = p.let(f"{mean} - ({b} - {shift})")
+        return p.let(f"{m2} + {count} * ({dev} * {dev})", comment=loc)
+
+    def _welford_reduction(self, op, idx, loop, extents, red_dims, L, acc_elem, loc, stats_only=False):
         """The row value of `op` (sum or squared deviations, see _welford_partner) from one loop
         over its element x that keeps, per lane, a plain sum of x and Welford's running mean and
         sum of squared deviations of y = x - K, K the row's first element; the lanes'
@@ -1087,17 +1129,12 @@ class _ProgramBuilder:
         8% off unshifted, 1e-6 shifted), and a data point is within sqrt(n) spreads of the
         mean. The sum stays a sum: mean * n would turn an inf into a nan."""
         p = self.p
-        role = self.cg._welford_roles[op]
+        role = welford_roles_of(self.cg)[op]
         key = ("welford", role[1], tuple(idx))
         stats = p.root.lookup(key)
         if stats is None:
             t = _tl(acc_elem)
-            # K: the element at the first lane (a looped program runs only on non-empty rows)
-            i = role[3]
-            first = list(loop)
-            for d in red_dims:
-                first[d] = "0"
-            shift = self._widen(self.value(op.operands[i], self._apply(_maps(op)[i], first)), _elem(op.operands[i].type))
+            shift = self._welford_shift(op, loop, red_dims)
             total, mean, m2, count = (p.fresh(n) for n in ("acc", "wmean", "wm2", "wn"))
             for v in (total, mean, m2, count):
                 p.emit(f"{v} = tl.zeros([XBLOCK, RBLOCK], {t})")
@@ -1126,14 +1163,12 @@ class _ProgramBuilder:
             stats = (p.let(f"tl.sum({total}, axis=1)[:, None]"),
                      *(p.let(f"{both}[{k}][:, None]") for k in range(3)), shift)
             p.root.cache[key] = stats
+        if stats_only:
+            return stats
         total, mean, m2, count, shift = stats
         if role[0] == "sum":
             return total
-        # the row value b, at the reduction's output index (the loop's parallel indices)
-        j = role[4]
-        b = self._widen(self.value(op.operands[j], self._apply(_maps(op)[j], loop)), _elem(op.operands[j].type))
-        dev = p.let(f"{mean} - ({b} - {shift})")
-        return p.let(f"{m2} + {count} * ({dev} * {dev})", comment=loc)
+        return self._deviations(op, mean, m2, count, shift, loop, loc)
 
     def _decompose_cached(self, extents: list[str]) -> list[str]:
         """Lane index of each reduction dim, from the program's lane counter `r` (shared by
@@ -1215,6 +1250,14 @@ class _ProgramBuilder:
         if acc != elem and not _literal(x):
             return self.p.let(f"{x}.to({_tl(acc)})")
         return x
+
+
+def welford_roles_of(emitter) -> dict:
+    """_welford_roles of the emitter's kernel (computed once a kernel)."""
+    roles = getattr(emitter, "_welford_roles", None)
+    if roles is None:
+        roles = emitter._welford_roles = _welford_roles(emitter.k.func)
+    return roles
 
 
 def _welford_roles(func, op=None):
