@@ -1017,7 +1017,14 @@ class _KernelCodegen(_Emitter):
             except NestedReduction as e:
                 if e.value in self.materialized:
                     raise Unsupported(str(e)) from None
-                self._materialize(e.value)
+                owner = _owner(e.value)
+                pair = self._welford_pair(owner) if owner is not None else None
+                if pair is not None and e.value in (pair[0].results[0], pair[1].results[0]):
+                    # a mean and a variance (instance norm's, read per element): both
+                    # temporaries from one pass over the input
+                    self._materialize_all([pair[0].results[0], pair[1].results[0]])
+                else:
+                    self._materialize(e.value)
 
     def _reads_or_writes_channels_last(self, p, items) -> bool:
         """The program reads a channels-last temporary or an argument the memory plan laid out

@@ -1153,10 +1153,13 @@ class _ProgramBuilder:
             p.emit(f"{count} = {count} + {m}.to({t})")
             y = p.let(f"{x} - {shift}")
             delta = p.let(f"tl.where({m}, {y} - {mean}, 0.0)")
-            p.emit(f"{mean} = {mean} + {delta} / tl.maximum({count}, 1.0)")
+            # A lane is in range at every step but maybe its last, so where it updates its
+            # count is the step's number: one reciprocal a step, not a division a lane.
+            lo, hi = getattr(p, "lane_window", None) or ("0", L)
+            inv = p.let(f"1.0 / ((roff - ({lo})) // RBLOCK + 1.0)")
+            p.emit(f"{mean} = {mean} + {delta} * {inv}")
             p.emit(f"{m2} = {m2} + {delta} * tl.where({m}, {y} - {mean}, 0.0)")
             p.scope = p.root
-            lo, hi = getattr(p, "lane_window", None) or ("0", L)
             p.emit(f"for roff in range({lo}, {hi}, RBLOCK):")
             p.root.lines.extend(loop_scope.lines)
             both = p.let(f"lh.welford({mean}, {m2}, {count}, 1)", comment=loc)
