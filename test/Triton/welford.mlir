@@ -1,0 +1,35 @@
+// RUN: lamina-opt %s --lamina-fuse --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-cse --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
+
+// A mean and a variance of rows longer than a persistent program holds. lamina-kernel-cse
+// leaves one sum of x (the mean's and the variance's own mean were two), and the programs
+// that loop over the lanes compute it and the squared deviations in one pass: a plain sum,
+// and Welford's running mean and M2 of y = x - K (K the row's first element), the lanes
+// combined by lh.welford; the deviations from the mean b are M2 + n (mean_y - (b - K))^2.
+// Split across programs (few long rows), each chunk stores four partials and stage 2
+// combines them.
+func.func @stats(%x: tensor<8x70000xf32>) -> (tensor<8x1xf32>, tensor<8x1xf32>) attributes {lamina.graph} {
+  %m = "lamina.reduce_mean"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<8x70000xf32>) -> tensor<8x1xf32>
+  %v = "lamina.var"(%x) {correction = 1.000000e+00 : f64, dims = array<i64: 1>, keepdim = true} : (tensor<8x70000xf32>) -> tensor<8x1xf32>
+  return %m, %v : tensor<8x1xf32>, tensor<8x1xf32>
+}
+
+// CHECK-LABEL: def g0_looped(
+// CHECK:         [[K:v[0-9]+]] = tl.load(a0 + (xrow * 70000), mask=xmask, other=0)
+// CHECK:         for roff in range(0, 70000, RBLOCK):
+// CHECK:           [[X:v[0-9]+]] = tl.load(a0 + (r + (xrow * 70000))
+// CHECK:           [[Y:v[0-9]+]] = [[X]] - [[K]]
+// CHECK:           [[D:v[0-9]+]] = tl.where({{.*}}, [[Y]] - [[MEAN:wmean[0-9]+]], 0.0)
+// CHECK:           [[INV:v[0-9]+]] = 1.0 / ((roff - (0)) // RBLOCK + 1.0)
+// CHECK:           [[MEAN]] = [[MEAN]] + [[D]] * [[INV]]
+// CHECK:           [[M2:wm2[0-9]+]] = [[M2]] + [[D]] * tl.where({{.*}}, [[Y]] - [[MEAN]], 0.0)
+// CHECK-NOT:     for roff in range(0, 70000, RBLOCK):
+// CHECK:         lh.welford([[MEAN]], [[M2]], {{wn[0-9]+}}, 1)
+// CHECK-LABEL: def g0_split1(
+// CHECK:         for roff in range(xs * _chunk, xs * _chunk + _chunk, RBLOCK):
+// CHECK:         lh.welford(
+// CHECK-COUNT-4: tl.store(_part + ((xrow * _split + xs) * 4 + {{[0-3]}})
+// CHECK-LABEL: def g0_split2(
+// CHECK:         tl.load(_part + ((xrow) * _split + r) * 4,
+// CHECK:         lh.welford(
+// CHECK-LABEL: def launch(
+// CHECK:         _part = torch.empty((_rows * _split * 4,)
