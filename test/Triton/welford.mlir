@@ -19,7 +19,7 @@ func.func @stats(%x: tensor<8x70000xf32>) -> (tensor<8x1xf32>, tensor<8x1xf32>) 
 // CHECK:           [[X:v[0-9]+]] = tl.load(a0 + (r + (xrow * 70000))
 // CHECK:           [[Y:v[0-9]+]] = [[X]] - [[K]]
 // CHECK:           [[D:v[0-9]+]] = tl.where({{.*}}, [[Y]] - [[MEAN:wmean[0-9]+]], 0.0)
-// CHECK:           [[INV:v[0-9]+]] = 1.0 / ((roff - (0)) // RBLOCK + 1.0)
+// CHECK:           [[INV:v[0-9]+]] = tl.full([1], 1.0, tl.float32) / ((roff - (0)) // RBLOCK + 1.0)
 // CHECK:           [[MEAN]] = [[MEAN]] + [[D]] * [[INV]]
 // CHECK:           [[M2:wm2[0-9]+]] = [[M2]] + [[D]] * tl.where({{.*}}, [[Y]] - [[MEAN]], 0.0)
 // CHECK-NOT:     for roff in range(0, 70000, RBLOCK):

@@ -225,6 +225,16 @@ def test_mean_and_variance_of_long_rows_in_one_pass(tmp_path):
     got = _compiled(lambda t: torch.var_mean(t, 1))(xb)
     for g, want in zip(got, torch.var_mean(xb.double(), 1)):
         torch.testing.assert_close(g.double(), want, rtol=1e-2, atol=1e-2)
+    torch._dynamo.reset()
+    # fp64 steps for fp64 rows, against sums done exactly (math.fsum): eager's CPU var_mean
+    # is ~1e-11 off here itself
+    import math
+    xd = torch.randn(4, 20000, device=DEVICE, dtype=torch.float64) * 1e-3 + 1e3
+    got = _compiled(lambda t: torch.var_mean(t, 1))(xd)
+    for i, row in enumerate(xd.tolist()):
+        mean = math.fsum(row) / len(row)
+        var = math.fsum((v - mean) ** 2 for v in row) / (len(row) - 1)
+        assert abs(got[0][i].item() - var) <= 1e-13 * var and abs(got[1][i].item() - mean) <= 1e-13 * mean
 
 
 def test_mean_and_variance_of_few_long_rows_split_in_one_pass(tmp_path):

@@ -1156,7 +1156,7 @@ class _ProgramBuilder:
             # A lane is in range at every step but maybe its last, so where it updates its
             # count is the step's number: one reciprocal a step, not a division a lane.
             lo, hi = getattr(p, "lane_window", None) or ("0", L)
-            inv = p.let(f"1.0 / ((roff - ({lo})) // RBLOCK + 1.0)")
+            inv = p.let(f"tl.full([1], 1.0, {t}) / ((roff - ({lo})) // RBLOCK + 1.0)")
             p.emit(f"{mean} = {mean} + {delta} * {inv}")
             p.emit(f"{m2} = {m2} + {delta} * tl.where({m}, {y} - {mean}, 0.0)")
             p.scope = p.root
