@@ -28,6 +28,6 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
 // CHECK: for roff in range(0, a0_size1, RBLOCK):
 // CHECK: tl.store(
 // CHECK-LABEL: def launch(
-// CHECK: if _lanes <= 16384:
+// CHECK: if _lanes <= 32768:
 // CHECK: run_tuned(g0_persistent, (_rows, _lanes)
 // CHECK: g0_looped[(_rows,)]

@@ -207,11 +207,11 @@ def test_mean_and_variance_of_long_rows_in_one_pass(tmp_path):
     def stats(x, y):
         v, m = torch.var_mean(x, 1)
         return (v, m, torch.std(y, 1, correction=0), F.layer_norm(x, (x.shape[1],)),
-                F.instance_norm(x.view(2, 3, 100, 200)), F.batch_norm(x.view(2, 3, 100, 200), None, None, training=True))
+                F.instance_norm(x.view(2, 3, 200, 200)), F.batch_norm(x.view(2, 3, 200, 200), None, None, training=True))
 
-    # rows longer than PERSISTENT_MAX (16384), too many for a split in the interpreter (one SM)
-    x = torch.randn(6, 20000, device=DEVICE) * 3 + 1
-    y = 1e4 + 1e-2 * torch.randn(6, 20000, device=DEVICE)
+    # rows longer than PERSISTENT_MAX (32768), too many for a split in the interpreter (one SM)
+    x = torch.randn(6, 40000, device=DEVICE) * 3 + 1
+    y = 1e4 + 1e-2 * torch.randn(6, 40000, device=DEVICE)
     y[3, 0], y[4, 9] = float("inf"), float("nan")
     before = len(lamina.backend.reports())
     got = torch.compile(stats, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})(x, y)
@@ -221,7 +221,7 @@ def test_mean_and_variance_of_long_rows_in_one_pass(tmp_path):
     programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
     assert programs.count("lh.welford(") >= 4, programs
 
-    xb = (torch.randn(4, 20000, device=DEVICE) * 2 + 5).bfloat16()
+    xb = (torch.randn(4, 40000, device=DEVICE) * 2 + 5).bfloat16()
     got = _compiled(lambda t: torch.var_mean(t, 1))(xb)
     for g, want in zip(got, torch.var_mean(xb.double(), 1)):
         torch.testing.assert_close(g.double(), want, rtol=1e-2, atol=1e-2)
@@ -229,7 +229,7 @@ def test_mean_and_variance_of_long_rows_in_one_pass(tmp_path):
     # fp64 steps for fp64 rows, against sums done exactly (math.fsum): eager's CPU var_mean
     # is ~1e-11 off here itself
     import math
-    xd = torch.randn(4, 20000, device=DEVICE, dtype=torch.float64) * 1e-3 + 1e3
+    xd = torch.randn(4, 40000, device=DEVICE, dtype=torch.float64) * 1e-3 + 1e3
     got = _compiled(lambda t: torch.var_mean(t, 1))(xd)
     for i, row in enumerate(xd.tolist()):
         mean = math.fsum(row) / len(row)

@@ -135,7 +135,7 @@ def column_looped_configs(rows: int = 0) -> list[dict]:
 def _persistent_tiles(rblock: int) -> list[dict]:
     """Rows per program and warps for a persistent row program with `rblock` lanes:
     about 2048 elements per program, 4 warps, first (longer rows: one a program, in 8 or 16
-    warps); then the neighbours."""
+    warps; at most 16384 elements a program, or one row); then the neighbours."""
     x = max(1, min(64, 2048 // rblock))
     # longer rows in 16 warps (H100, softmax of 2048 x 8192 bf16 rows: 0.055 ms in 8 warps,
     # 0.029 in 16; fp32 0.064 / 0.050; layer norms the same in 4 to 16)
@@ -144,7 +144,7 @@ def _persistent_tiles(rblock: int) -> list[dict]:
              (min(64, x * 2), 8)]
     out, seen = [], set()
     for xb, w in cands:
-        if xb * rblock <= 16384 and (xb, w) not in seen:
+        if xb * rblock <= max(16384, rblock) and (xb, w) not in seen:
             seen.add((xb, w))
             out.append({"XBLOCK": xb, "num_warps": w})
     return out

@@ -51,9 +51,10 @@ from .launch import flat_config, tiled_config   # (flat blocks and tiles: launch
 from .triton_program import _Program, _ProgramBuilder, tile_dim, welford_roles_of
 
 
-PERSISTENT_MAX = 16384     # longest row (elements) a persistent program keeps in registers
-# (rows of 4097-16384 looped before: a norm read its row twice. H100, layer_norm 1024x16384
-# fp32 0.076 -> 0.056 ms, Inductor 0.051; 2048x8192 0.066 -> 0.050, Inductor 0.050)
+PERSISTENT_MAX = 32768     # longest row (elements) a persistent program keeps in registers
+# (rows of 4097-32768 looped before: a norm read its row twice, a softmax three times. H100:
+# layer_norm 1024x16384 fp32 0.076 -> 0.049 ms, Inductor 0.052; 512x32768 0.080 -> 0.052,
+# Inductor 0.054; softmax 1024x32768 bf16 0.103 -> 0.071, eager 0.076, Inductor 0.081)
 
 
 LOOP_RBLOCK = 1024         # lanes per iteration of a looped reduction
