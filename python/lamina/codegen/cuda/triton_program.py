@@ -1292,6 +1292,11 @@ def _welford_roles(func, op=None):
             ir.StringAttr(g.attributes["lamina.accumulate"]).value == "compensated"
         if n_out != (2 if compensated else 1):
             return None
+        # a plain sum yields the addition itself (not, say, a select of it: a masked sum);
+        # a compensated pair is lamina-to-linalg's two_sum_step
+        y = next(o for o in block.operations if o.operation.name == "linalg.yield")
+        if not compensated and y.operands[0] != comb.results[0]:
+            return None
         x = [v for v in comb.operands if v != acc][0]
         maps = _maps(g)
         kinds = _kinds(g)
