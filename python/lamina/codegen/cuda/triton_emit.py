@@ -48,7 +48,7 @@ from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, ro
                         _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
                         _slice_src_sets)
 from .launch import flat_config, tiled_config   # (flat blocks and tiles: launch.py sizes them)
-from .triton_program import _Program, _ProgramBuilder, tile_dim, welford_roles_of
+from .triton_program import _Program, _ProgramBuilder, tile_dim, welford_partner_of, welford_roles_of
 
 
 PERSISTENT_MAX = 32768     # longest row (elements) a persistent program keeps in registers
@@ -555,17 +555,23 @@ class _KernelCodegen(_Emitter):
                 self.launcher_sizes_done.add(tok)
         return expr
 
+    def _temporary(self, v: ir.Value, channels_last: bool = False) -> str:
+        """A fresh temporary for `v`, allocated by the launcher (contiguous, or channels-last)."""
+        name = f"t{self.temp_count}"
+        self.temp_count += 1
+        sizes = self._launcher_sizes(v)
+        layout = ""
+        if channels_last:
+            layout = ", memory_format=torch.channels_last" + ("_3d" if len(sizes) == 5 else "")
+            self.channels_last.add(name)
+        self.launcher.append(f"{name} = torch.empty(({', '.join(sizes)}{',' if len(sizes) == 1 else ''}), "
+                             f"dtype={T.torch_dtype_text(_elem(v.type))}, device=_device{layout})")
+        return name
+
     def _materialize_all(self, values: list) -> list[str]:
         """Compute `values` (of one shape and row structure) into fresh temporaries from one
         group of programs."""
-        names = []
-        for v in values:
-            name = f"t{self.temp_count}"
-            self.temp_count += 1
-            sizes = self._launcher_sizes(v)
-            self.launcher.append(f"{name} = torch.empty(({', '.join(sizes)}{',' if len(sizes) == 1 else ''}), "
-                                 f"dtype={T.torch_dtype_text(_elem(v.type))}, device=_device)")
-            names.append(name)
+        names = [self._temporary(v) for v in values]
         self._group(names[0], self.shape(values[0]), self._row_dims(values[0]),
                     [(v, name, True, None) for v, name in zip(values, names)])
         for v, name in zip(values, names):
@@ -579,16 +585,7 @@ class _KernelCodegen(_Emitter):
             return self.materialized[v][0]
         if channels_last and v in self.channels_last_copies:
             return self.channels_last_copies[v]
-        name = f"t{self.temp_count}"
-        self.temp_count += 1
-        dtype = T.torch_dtype_text(_elem(v.type))
-        sizes = self._launcher_sizes(v)
-        layout = ""
-        if channels_last:
-            layout = ", memory_format=torch.channels_last" + ("_3d" if len(sizes) == 5 else "")
-            self.channels_last.add(name)
-        self.launcher.append(f"{name} = torch.empty(({', '.join(sizes)}{',' if len(sizes) == 1 else ''}), "
-                             f"dtype={dtype}, device=_device{layout})")
+        name = self._temporary(v, channels_last)
         rows = self._row_dims(v)
         self._group(name, self.shape(v), rows, [(v, name, not channels_last, None)])
         if channels_last:
@@ -962,14 +959,11 @@ class _KernelCodegen(_Emitter):
     def _welford_pair(self, op):
         """(sum, squared deviations): `op` and its Welford partner (triton_program), when the
         pair can be split as one reduction: x reads no reduction, and neither is computed."""
-        roles = welford_roles_of(self)
-        mine = roles.get(op)
-        if mine is None:
-            return None
-        other = next((o for o, r in roles.items() if r[0] != mine[0] and r[1] == mine[1] and o != op), None)
+        other = welford_partner_of(self, op)
         if other is None or other.results[0] in self.materialized:
             return None
-        s, q = (op, other) if mine[0] == "sum" else (other, op)
+        roles = welford_roles_of(self)
+        s, q = (op, other) if roles[op][0] == "sum" else (other, op)
         if self._row_dims(roles[s][1][0]) is not None:
             return None
         return s, q

@@ -482,10 +482,9 @@ class _ProgramBuilder:
         # (inside a reduction the group's own index does not fold: p.decomp is None here)
         lin = _Eval(self.cg, p).p_linear(idx, [p.sizes_in_kernel(x) for x in self.cg.shape(op.results[0])])
         split, part = p.use_param("_split"), p.use_tensor("_part")
-        if p.split_partner is not None:   # (four partials a chunk: _split_partials)
-            acc = p.let(f"tl.load({part} + (({lin}) * {split} + r) * 4, mask=xmask & (r < {split}), other={neutral})")
-        else:
-            acc = p.let(f"tl.load({part} + ({lin}) * {split} + r, mask=xmask & (r < {split}), other={neutral})")
+        # (a Welford pair stores four partials a chunk, the sum's first: _split_partials)
+        slot = f"(({lin}) * {split} + r) * 4" if p.split_partner is not None else f"({lin}) * {split} + r"
+        acc = p.let(f"tl.load({part} + {slot}, mask=xmask & (r < {split}), other={neutral})")
         return p.let(f"{_REDUCE[combine].format(acc)}[:, None]")
 
     def _split_welford(self, op, idx, loop, red_dims, loc) -> str:
@@ -1094,12 +1093,7 @@ class _ProgramBuilder:
         variance: batch, layer, group and instance norms, torch.var_mean), or None. A looped
         program computes the two in one pass over x (_welford_reduction) instead of one loop
         for the mean and a second one for the deviations from it."""
-        roles = welford_roles_of(self.cg)
-        mine = roles.get(op)
-        if mine is None:
-            return None
-        return next((other for other, role in roles.items()
-                     if role[0] != mine[0] and role[1] == mine[1] and other != op), None)
+        return welford_partner_of(self.cg, op)
 
     def _welford_shift(self, op, loop, red_dims) -> str:
         """K of _welford_reduction: `op`'s element x at the row's first lane (a looped or
@@ -1263,13 +1257,23 @@ def welford_roles_of(emitter) -> dict:
     return roles
 
 
-def _welford_roles(func, op=None):
-    """Every float sum reduction of `func` (or just `op`) that Welford can compute, as
+def welford_partner_of(emitter, op):
+    """The reduction of the emitter's kernel with the other Welford role over the same x,
+    loops and rows as `op` (its sum, or its squared deviations), or None."""
+    roles = welford_roles_of(emitter)
+    mine = roles.get(op)
+    if mine is None:
+        return None
+    return next((o for o, r in roles.items() if r[0] != mine[0] and r[1] == mine[1] and o != op), None)
+
+
+def _welford_roles(func):
+    """Every float sum reduction of `func` that Welford can compute, as
     ("sum", key, x, i) for a sum of x, (a widening of) the element of input i, or ("ssd", key,
     x, i, j) for a sum of (x - b)^2 with b (a widening of) the element of input j, read the same at
     every reduced element (a row value); key: x's operand, its map, the loops and the output
     map (two roles of one key reduce the same x over the same loops into the same rows).
-    A dict op -> role (the role, for `op`)."""
+    A dict op -> role."""
     def element(g, v, n_in):
         while _owner(v) is not None and _owner(v).name == "arith.extf":
             v = _owner(v).operands[0]
@@ -1320,8 +1324,6 @@ def _welford_roles(func, op=None):
             return None
         return ("ssd", key(i), d.operands[0], i, j)
 
-    if op is not None:
-        return role(op)
     roles = {}
 
     def visit(o):
