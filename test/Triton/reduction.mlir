@@ -3,8 +3,9 @@
 // Softmax over a row of symbolic length: a row group (XBLOCK rows x RBLOCK lanes per
 // program). The persistent variant loads the row once and keeps it in registers for the
 // max, the exp-sum and the scaled store; the looped variant (rows longer than the
-// launcher's limit) runs one loop per reduction and one for the stores. Max propagates NaN
-// (lh.max_nan), the sum accumulates in fp32.
+// launcher's limit) runs one loop for the max and the exp-sum together (online softmax: the
+// sum rescaled as the running max grows, Triton/online-softmax.mlir) and one for the stores.
+// Max propagates NaN (lh.max_nan, lh.maximum), the sum accumulates in fp32.
 func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]> attributes {lamina.graph} {
   %0 = "lamina.softmax"(%x) {dim = 1 : i64} : (tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]>
   return %0 : tensor<?x?xf32, ["s0", "s1"]>
@@ -22,9 +23,11 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
 // CHECK: tl.store(a3 + ((xrow * a0_size1) + r), {{.*}}, mask=xmask & [[M]])
 // CHECK-LABEL: def g0_looped(
 // CHECK: for roff in range(0, a0_size1, RBLOCK):
-// CHECK: acc{{[0-9]+}} = lh.maximum(acc{{[0-9]+}}, tl.where(
-// CHECK: for roff in range(0, a0_size1, RBLOCK):
-// CHECK: acc{{[0-9]+}} = acc{{[0-9]+}} + tl.where(
+// CHECK: [[GROWN:v[0-9]+]] = lh.maximum([[RM:omax[0-9]+]], tl.where(
+// CHECK: [[RS:osum[0-9]+]] = [[RS]] * tl.exp([[RM]] - {{v[0-9]+}}) + tl.where(
+// CHECK: [[RM]] = [[GROWN]]
+// CHECK-NOT: for roff in range(0, a0_size1, RBLOCK):
+// CHECK: lh.online_softmax([[RM]], [[RS]], 1)
 // CHECK: for roff in range(0, a0_size1, RBLOCK):
 // CHECK: tl.store(
 // CHECK-LABEL: def launch(

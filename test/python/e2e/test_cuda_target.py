@@ -237,6 +237,57 @@ def test_mean_and_variance_of_long_rows_in_one_pass(tmp_path):
         assert abs(got[0][i].item() - var) <= 1e-13 * var and abs(got[1][i].item() - mean) <= 1e-13 * mean
 
 
+def test_softmax_of_long_rows_in_one_pass(tmp_path):
+    """Rows longer than a persistent program holds: the max and the sum of exp(x - max)
+    (softmax, log_softmax, cross entropy) come from one loop over x (online softmax: the sum
+    rescaled as the running max grows, lh.online_softmax), as do a split row's chunks. The
+    same values as the two-pass form at its edges: -inf before the first finite element, a
+    row of only -inf (nan), a nan or an inf element, magnitudes where exp overflows unshifted,
+    bf16 and fp64 rows."""
+    import torch.nn.functional as F
+
+    def one_row(x, t):
+        # (the sum of exps written out: a row of only -inf sums nan, as eager's)
+        return torch.softmax(x, 1), torch.log_softmax(x, 1), torch.exp(x - x.amax(1, keepdim=True)).sum(1)
+
+    def fns(x, t):
+        return (*one_row(x, t), F.cross_entropy(x[2:], t))
+
+    def edges(rows, n, dtype=torch.float32):
+        x = torch.randn(rows, n, device=DEVICE, dtype=dtype) * 20
+        x[0, :5], x[0, 9] = float("-inf"), float("-inf")   # -inf first, then finite
+        if rows > 1:
+            x[1] = float("-inf")                            # no finite element: nan, as eager
+        if rows > 3:
+            x[2, 7], x[3, 30000] = float("nan"), float("inf")
+            x[4] *= 1e6                                     # exp(x) alone overflows
+        return x
+
+    # more rows than the interpreter's one SM splits (a loop a row), then one row (split)
+    for rows, n in ((6, 40000), (1, 70000)):
+        torch._dynamo.reset()
+        x = edges(rows, n)
+        t = torch.randint(0, n, (max(rows - 2, 1),), device=DEVICE)
+        before = len(lamina.backend.reports())
+        out = tmp_path / str(rows)
+        fn = fns if rows > 2 else one_row
+        got = torch.compile(fn, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(out)})(x, t)
+        for g, want in zip(got, fn(x.double(), t)):
+            torch.testing.assert_close(g.double(), want, rtol=1e-5, atol=1e-6, equal_nan=True)
+        _assert_cuda_records(before)
+        programs = "".join(p.read_text() for p in out.glob("*.cuda.py"))
+        assert "lh.online_softmax(" in programs, programs
+        if rows == 1:
+            assert "_part = torch.empty((_rows * _split * 2,)" in programs, programs
+    for dtype, tol in ((torch.bfloat16, 2e-2), (torch.float64, 1e-12)):
+        for rows, n in ((2, 40000), (1, 70000)):
+            x = edges(rows, n, dtype)
+            got = _compiled(lambda t: torch.log_softmax(t, 1))(x)
+            torch.testing.assert_close(got.double(), torch.log_softmax(x.double(), 1), rtol=tol, atol=tol,
+                                       equal_nan=True)
+            torch._dynamo.reset()
+
+
 def test_mean_and_variance_of_few_long_rows_split_in_one_pass(tmp_path):
     """Few long rows (a layer norm of 65536 lanes, batch norm's statistic per channel) split
     each row across programs: the sum and the squared deviations are one split reduction,

@@ -83,21 +83,29 @@ def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
 
 
 SPLIT_MIN_LANES = 16384   # shorter rows are not split
+SPLIT_PROGRAMS_PER_SM = 4  # stage-1 programs of a split reduction, per SM
+SPLIT_RBLOCK = 1024        # lanes a stage-1 program loads per step, at least ...
+SPLIT_STEP_BYTES = 4096    # ... and this many bytes of its narrowest input (bf16: 2048 lanes)
+SPLIT_WARPS = 8            # in this many warps
 
 
-def split_reduction(rows: int, lanes: int) -> tuple[int, int]:
-    """(programs per row, lanes per program) for a group of few long reduction rows (1, 0:
-    no split): about four programs per SM in all, each at least 4096 lanes (a multiple of
-    the looped step, 1024), at most 1024 per row (stage 2 combines them in one block)."""
+def split_reduction(rows: int, lanes: int, elem_bytes: int = 4) -> tuple[int, int, int, int]:
+    """(programs per row, lanes per program, lanes per step, warps) for a group of few long
+    reduction rows (1, 0, ...: no split): about SPLIT_PROGRAMS_PER_SM programs per SM in all,
+    each at least 4096 lanes (a multiple of the step: a step never crosses into the next
+    chunk), at most 1024 per row (stage 2 combines them in one block). A step loads 4 KiB of
+    the narrowest input (H100, .device/sweep31b.py: softmax of 256 x 65536 bf16 0.056 ms in
+    steps of 1024 lanes, 0.051 in 2048; fp32 rows the same in 1024 and 2048)."""
     sms = _sm_count()
+    rblock, warps = min(4096, max(SPLIT_RBLOCK, SPLIT_STEP_BYTES // max(elem_bytes, 1))), SPLIT_WARPS
     if lanes < SPLIT_MIN_LANES or rows >= 2 * sms:
-        return 1, 0
-    split = min(1024, max(1, 4 * sms // max(rows, 1)), lanes // 4096)
+        return 1, 0, rblock, warps
+    split = min(1024, max(1, SPLIT_PROGRAMS_PER_SM * sms // max(rows, 1)), lanes // max(4096, rblock))
     if split <= 1:
-        return 1, 0
+        return 1, 0, rblock, warps
     chunk = -(-lanes // split)
-    chunk = -(-chunk // 1024) * 1024
-    return -(-lanes // chunk), chunk
+    chunk = -(-chunk // rblock) * rblock
+    return -(-lanes // chunk), chunk, rblock, warps
 
 
 @functools.lru_cache(maxsize=None)

@@ -49,6 +49,7 @@ from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, ro
                         _slice_src_sets)
 from .launch import flat_config, tiled_config   # (flat blocks and tiles: launch.py sizes them)
 from .triton_program import _Program, _ProgramBuilder, tile_dim, welford_partner_of, welford_roles_of
+from .online_softmax import online_softmax_pairs_of
 
 
 PERSISTENT_MAX = 32768     # longest row (elements) a persistent program keeps in registers
@@ -946,7 +947,7 @@ class _KernelCodegen(_Emitter):
         for op in self._reductions_of([v]):
             if op.results[0] in self.materialized:
                 continue
-            pair = self._welford_pair(op)
+            pair = self._welford_pair(op) or self._online_softmax_pair(op)
             if pair is not None:
                 self._materialize_all([pair[0].results[0], pair[1].results[0]])
                 continue
@@ -955,6 +956,28 @@ class _KernelCodegen(_Emitter):
                 self._materialize_reductions(x)
             if op.results[0] not in self.materialized:
                 self._materialize(op.results[0])
+
+    def _online_softmax_pair(self, op):
+        """(max, sum of exp(x - max)): `op` and its online softmax partner (online_softmax.py),
+        when the pair can be split as one reduction: x reads no reduction, and neither is
+        computed."""
+        pair = online_softmax_pairs_of(self).get(op)
+        if pair is None or any(o.results[0] in self.materialized for o in pair):
+            return None
+        mx, sm = pair
+        if mx.results[0].type != sm.results[0].type or str(_maps(mx)[-1]) != str(_maps(sm)[-1]):
+            return None   # (their temporaries are one group's: one shape, keepdim or not)
+        if any(self._row_dims(x) is not None for x in list(mx.operands)[:len(mx.operands) - 1]):
+            return None
+        return pair
+
+    def split_width(self, split_op) -> int:
+        """Partials a split program stores per chunk: 1, 2 for an online softmax pair (max,
+        sum of exps), 4 for a Welford pair (sum, mean, M2, count)."""
+        partner = self._split_partners.get(split_op)
+        if partner is None:
+            return 1
+        return 2 if online_softmax_pairs_of(self).get(split_op) == (split_op, partner) else 4
 
     def _welford_pair(self, op):
         """(sum, squared deviations): `op` and its Welford partner (triton_program), when the
@@ -978,6 +1001,12 @@ class _KernelCodegen(_Emitter):
         if any(d not in row_dims and s != "1" for d, s in enumerate(shape)):
             return None
         ops = self._reductions_of([v for v, *_ in items])
+        online = self._online_softmax_pair(ops[-1]) if ops else None
+        if online is not None and set(ops) == set(online):
+            # a max and a sum of exp(x - max): split as one online softmax reduction, the max
+            # the split op (_ProgramBuilder._online_softmax)
+            self._split_partners[online[0]] = online[1]
+            return online[0]
         pair = self._welford_pair(ops[-1]) if ops else None
         if pair is not None and pair[1] in ops and set(ops) <= set(pair):
             # a sum and the squared deviations of one x (a mean and a variance): split as one
@@ -1013,10 +1042,10 @@ class _KernelCodegen(_Emitter):
                 if e.value in self.materialized:
                     raise Unsupported(str(e)) from None
                 owner = _owner(e.value)
-                pair = self._welford_pair(owner) if owner is not None else None
+                pair = (self._welford_pair(owner) or self._online_softmax_pair(owner)) if owner is not None else None
                 if pair is not None and e.value in (pair[0].results[0], pair[1].results[0]):
-                    # a mean and a variance (instance norm's, read per element): both
-                    # temporaries from one pass over the input
+                    # a mean and a variance (instance norm's, read per element), or a max and
+                    # a sum of exps: both temporaries from one pass over the input
                     self._materialize_all([pair[0].results[0], pair[1].results[0]])
                 else:
                     self._materialize(e.value)
@@ -1103,13 +1132,14 @@ class _KernelCodegen(_Emitter):
             s1, info1 = built["split1"]
             s2, info2 = built["split2"]
             acc = T.torch_dtype_text(_acc_elem_of(split_op))
-            L.append("    _split, _chunk = split_reduction(_rows, _lanes)")
+            L.append(f"    _split, _chunk, _srb, _swarps = split_reduction(_rows, _lanes, {self._loaded_bytes(s1)})")
             L.append("    if _split > 1:")
-            # (a Welford pair: four partials each, the sum's and (mean, M2, count))
-            parts = "_rows * _split" + (" * 4" if partner is not None else "")
+            # (a pair: several partials each, split_width)
+            width = self.split_width(split_op)
+            parts = "_rows * _split" + (f" * {width}" if width > 1 else "")
             L.append(f"        _part = torch.empty(({parts},), dtype={acc}, device=_device)")
-            L.append(f"        {s1.name}[(_rows * _split,)]({', '.join(info1['call_args'])}, XBLOCK=1, RBLOCK={LOOP_RBLOCK}, "
-                     f"{index64}, num_warps=8)")
+            L.append(f"        {s1.name}[(_rows * _split,)]({', '.join(info1['call_args'])}, XBLOCK=1, RBLOCK=_srb, "
+                     f"{index64}, num_warps=_swarps)")
             L.append(f"        {s2.name}[(_rows,)]({', '.join(info2['call_args'])}, XBLOCK=1, "
                      f"RBLOCK=1 << (_split - 1).bit_length(), {index64}, num_warps=4)")
             cond = "elif"
@@ -1121,6 +1151,13 @@ class _KernelCodegen(_Emitter):
         L.append("    else:")
         L.append(f"        {pl.name}[(_rows,)]({', '.join(infol['call_args'])}, XBLOCK=1, RBLOCK={LOOP_RBLOCK}, "
                  f"{index64}, num_warps=8)")
+
+    def _loaded_bytes(self, p) -> int:
+        """The narrowest element (bytes) of the kernel arguments program `p` reads (a step of
+        a looped program is sized by the bytes it loads)."""
+        sizes = [T.name_to_torch_dtype(T.type_name(self.k.memref(int(t[1:])).element_type)).itemsize
+                 for t in p.tensor_params if re.fullmatch(r"a\d+", t)]
+        return min(sizes, default=4)
 
     def _fixed_config(self, short: str) -> dict | None:
         """A launch config set on the kernel by hand: `lamina.triton_configs = {"<program>":

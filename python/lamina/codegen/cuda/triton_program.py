@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from ...lowering.vector_math import _constant_value
+from .online_softmax import online_softmax_pairs_of
 from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, row_dims_of, _affine_results, _const_val, _dense_constants, _dim_pos,
                         _dropped_dims, _elem, _is_int, _kinds, _maps, _mul, _op_name_of, _owner, _prod,
                         _result_index, _scalar_literal, _tl)
@@ -55,6 +56,8 @@ class _Program:
         # id into indices: their divisibility by 16 buys nothing, and a new compile per
         # batch or head count would)
         self.unspecialized: list[str] = []
+        # [max op, the max so far, used]: inside an online softmax loop (_online_softmax)
+        self.max_override: list | None = None
 
     # -- emission ---------------------------------------------------------------------------
     def fresh(self, prefix: str = "v") -> str:
@@ -469,10 +472,12 @@ class _ProgramBuilder:
         idx = self._decompose("xrow", res_shape, "x")
         p.lane_window = (f"xs * {chunk}", f"xs * {chunk} + {chunk}")
         red = self._reduction(op, 0, idx, _op_name_of(op.location))
-        if p.split_partner is not None:
-            # a Welford pair: the sum's partial, then the chunk's (mean, M2, count)
-            for k, v in enumerate(red[:4]):
-                p.emit(f"tl.store({part} + ((xrow * {split} + xs) * 4 + {k}), {v}, mask=xmask)")
+        width = self.cg.split_width(op)
+        if width > 1:
+            # a pair: a Welford pair's sum partial, then the chunk's (mean, M2, count); an
+            # online softmax pair's chunk (max, sum of exp(x - max))
+            for k, v in enumerate(red[:width]):
+                p.emit(f"tl.store({part} + ((xrow * {split} + xs) * {width} + {k}), {v}, mask=xmask)")
             return
         p.emit(f"tl.store({part} + (xrow * {split} + xs), {red}, mask=xmask)")
 
@@ -483,7 +488,8 @@ class _ProgramBuilder:
         lin = _Eval(self.cg, p).p_linear(idx, [p.sizes_in_kernel(x) for x in self.cg.shape(op.results[0])])
         split, part = p.use_param("_split"), p.use_tensor("_part")
         # (a Welford pair stores four partials a chunk, the sum's first: _split_partials)
-        slot = f"(({lin}) * {split} + r) * 4" if p.split_partner is not None else f"({lin}) * {split} + r"
+        width = self.cg.split_width(op)
+        slot = f"(({lin}) * {split} + r) * {width}" if width > 1 else f"({lin}) * {split} + r"
         acc = p.let(f"tl.load({part} + {slot}, mask=xmask & (r < {split}), other={neutral})")
         return p.let(f"{_REDUCE[combine].format(acc)}[:, None]")
 
@@ -1001,6 +1007,10 @@ class _ProgramBuilder:
     def _reduction(self, op, res: int, idx, loc) -> str:
         """A reduction result at output index `idx` (fixed by the rows): a row-level value."""
         p = self.p
+        if p.max_override is not None and p.max_override[0] == op:
+            # inside an online softmax loop: the max so far (_online_softmax)
+            p.max_override[2] = True
+            return p.max_override[1]
         key = ("red", op, tuple(idx))
         hit = p.root.lookup(key)
         if hit is not None:
@@ -1032,13 +1042,19 @@ class _ProgramBuilder:
         # reduction `r` counts the reduced lanes, so an operand indexed like the group's
         # output (a per-channel statistic read in a reduction over the other dims) must not fold.
         p.decomp = None
-        if p.variant == "split2" and op == p.split_op:
+        online = self._online_pair(op)
+        if p.variant == "split2" and online is not None and p.split_op == online[0]:
+            red = self._online_softmax(op, idx, loop, extents, red_dims, L, loc)
+        elif p.variant == "split2" and op == p.split_op:
             red = self._split_combine(op, idx, combine, neutral)
         elif p.variant == "split2" and op == getattr(p, "split_partner", None):
             red = self._split_welford(op, idx, loop, red_dims, loc)
         elif p.variant == "split1" and getattr(p, "split_partner", None) is not None:
-            # stage 1 of a split Welford pair: the chunk's statistics (_split_partials)
-            red = self._welford_reduction(op, idx, loop, extents, red_dims, L, acc_elem, loc, stats_only=True)
+            # stage 1 of a split pair: the chunk's statistics (_split_partials)
+            if online is not None:
+                red = self._online_softmax(op, idx, loop, extents, red_dims, L, loc, stats_only=True)
+            else:
+                red = self._welford_reduction(op, idx, loop, extents, red_dims, L, acc_elem, loc, stats_only=True)
             p.scope, p.current_rmask, p.decomp = saved_scope, saved_mask, saved_decomp
             return red
         elif p.variant in ("persistent", "split2"):
@@ -1049,6 +1065,8 @@ class _ProgramBuilder:
             x = self._reduced_input(op, loop, combine, loc)
             masked = p.let(f"tl.where(xmask & {p.current_rmask}, {x}, {neutral})")
             red = p.let(f"{_REDUCE[combine].format(masked)}[:, None]", comment=loc)
+        elif p.variant == "looped" and online is not None:
+            red = self._online_softmax(op, idx, loop, extents, red_dims, L, loc)
         elif p.variant == "looped" and self._welford_partner(op) is not None:
             red = self._welford_reduction(op, idx, loop, extents, red_dims, L, acc_elem, loc)
         else:
@@ -1166,6 +1184,75 @@ class _ProgramBuilder:
         if role[0] == "sum":
             return total
         return self._deviations(op, mean, m2, count, shift, loop, loc)
+
+    # -- a max and a sum of exp(x - max) in one loop (online softmax) ---------------------------
+    def _online_pair(self, op):
+        """(max, sum of exp(x - max)) of online_softmax.py that `op` is part of, when this
+        program computes both (the max is not read from a temporary), else None."""
+        pair = online_softmax_pairs_of(self.cg).get(op)
+        if pair is None or pair[0].results[0] in self.cg.materialized:
+            return None
+        return pair
+
+    def _online_softmax(self, op, idx, loop, extents, red_dims, L, loc, stats_only=False):
+        """The row value of `op`, the max M or the sum S of exp(x - M) of an online softmax
+        pair, both from one loop over x: per lane a running max m and a sum s of exp(x - m),
+        rescaled by exp(m_old - m_new) when m grows; the lanes' (or a split's chunks') sums
+        are rescaled to the overall max and added (lh.online_softmax). Exponents are taken from 0 while m is
+        -inf, so a row's -inf elements add exp(-inf) = 0 whatever comes after them; a
+        non-empty row with no element above -inf gets S = nan, exp(-inf - -inf) summed, as
+        the two-pass form. stats_only (stage 1 of a split): the chunk's (m, s)."""
+        p = self.p
+        mx, sm = self._online_pair(op)
+        # (keyed by the rows' loops: the max's output may keep the reduced dims, the sum's not)
+        key = ("online", mx, tuple(x for x in loop if x is not None))
+        stats = p.root.lookup(key)
+        if stats is None:
+            t = _tl(_acc_elem(_elem(mx.results[0].type)))
+            if p.variant == "split2":
+                # stage 2: the chunks' (m, s), combined
+                lin = _Eval(self.cg, p).p_linear(idx, [p.sizes_in_kernel(x) for x in self.cg.shape(op.results[0])])
+                split, part = p.use_param("_split"), p.use_tensor("_part")
+                m, s = (p.let(f"tl.load({part} + (({lin}) * {split} + r) * 2 + {k}, mask=xmask & (r < {split}), "
+                              f"other={other})") for k, other in ((0, 'float("-inf")'), (1, "0.0")))
+            else:
+                m, s = p.fresh("omax"), p.fresh("osum")
+                p.emit(f'{m} = tl.full([XBLOCK, RBLOCK], float("-inf"), {t})')
+                p.emit(f"{s} = tl.zeros([XBLOCK, RBLOCK], {t})")
+                loop_scope = _Scope(p.root, p.root.indent + 1)
+                p.scope = loop_scope
+                p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
+                p.current_rmask = self._rmask(L)
+                lanes = list(loop)
+                for d, r in zip(red_dims, self._decompose_vars(extents, "r_r")):
+                    lanes[d] = r
+                inside = p.let(f"xmask & {p.current_rmask}")
+                x = self._reduced_input(mx, lanes, "max", loc)
+                grown = p.let(f'lh.maximum({m}, tl.where({inside}, {x}, float("-inf")))')
+                base = p.let(f'tl.where({grown} == float("-inf"), 0.0, {grown})')
+                # the sum's element, exp(x - M), with the max so far for M
+                p.max_override = [mx, base, False]
+                e = self._reduced_input(sm, lanes, "sum", loc)
+                used, p.max_override = p.max_override[2], None
+                if not used:
+                    raise AssertionError("online softmax: the sum's element did not read the max")
+                p.emit(f"{s} = {s} * tl.exp({m} - {base}) + tl.where({inside}, {e}, 0.0)")
+                p.emit(f"{m} = {grown}")
+                p.scope = p.root
+                lo, hi = getattr(p, "lane_window", None) or ("0", L)
+                p.emit(f"for roff in range({lo}, {hi}, RBLOCK):")
+                p.root.lines.extend(loop_scope.lines)
+            both = p.let(f"lh.online_softmax({m}, {s}, 1)", comment=loc)
+            big, total = p.let(f"{both}[0]"), p.let(f"{both}[1]")
+            if not stats_only:
+                # (an empty row's sum is 0)
+                nan = ('float("nan")' if int(L) > 0 else "0.0") if _is_int(L) else f'tl.where({L} == 0, 0.0, float("nan"))'
+                total = p.let(f'tl.where({big} == float("-inf"), {nan}, {total})')
+            stats = (big, total)
+            p.root.cache[key] = stats
+        if stats_only:
+            return stats
+        return stats[0] if op == mx else stats[1]
 
     def _decompose_cached(self, extents: list[str]) -> list[str]:
         """Lane index of each reduction dim, from the program's lane counter `r` (shared by
