@@ -19,14 +19,21 @@ _COMPILED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
 
 @triton.jit
 def maximum(a, b):
-    """max that returns NaN when either side is NaN (torch.maximum, arith.maximumf).
-    (Nested where, no `|`: the interpreter cannot `|` a scalar with a block.)"""
-    return tl.where(a != a, a, tl.where(b != b, b, tl.where(a > b, a, b)))
+    """max that returns NaN when either side is NaN (torch.maximum, arith.maximumf): one
+    max.NaN instruction (H100, .device/nanmax31.py: a looped softmax of 1024 x 65536 bf16
+    0.165 ms against 0.174 with three selects). Integers (a bool's or, too) by a select."""
+    if a.dtype.is_floating():
+        return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    else:
+        return tl.where(a > b, a, b)
 
 
 @triton.jit
 def minimum(a, b):
-    return tl.where(a != a, a, tl.where(b != b, b, tl.where(a < b, a, b)))
+    if a.dtype.is_floating():
+        return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    else:
+        return tl.where(a < b, a, b)
 
 
 @triton.jit
