@@ -82,6 +82,26 @@ def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
     return [narrow] + [t for t in tiles if t != narrow]
 
 
+LOOP_RBLOCK = 1024          # lanes a looped row program loads per step ...
+LOOP_WARPS = 8              # ... in this many warps
+REREAD_RBLOCK = 8192        # the same for a program that reads its row again to store per
+REREAD_WARPS = 32           # lane (16-bit rows: REREAD_RBLOCK // 2 lanes)
+
+
+def looped_config(elem_bytes: int = 4, rereads: bool = False) -> tuple[int, int]:
+    """(lanes per step, warps) of a looped row program (one row per program, rows longer
+    than a persistent program holds). One that stores per lane after its reductions reads
+    its row again, in larger steps and 32 warps: fewer rows in flight, whose second read
+    then finds more of them in L2 (H100, .device/sweep31b.py loop, ms at 1024 lanes x 8
+    warps -> 8192 x 32: softmax 2048x50257 0.673 -> 0.409, eager 0.537; layer norm
+    2048x40000 0.355 -> 0.275; bf16 in 4096 x 32: softmax 1024x65536 0.165 -> 0.150, log
+    softmax 4096x50257 0.553 -> 0.478, eager 0.365, 0.605 in 8192 x 32). Reductions alone
+    (a loss, a variance) read their row once: 1024 x 8 was as fast as any there."""
+    if rereads:
+        return (REREAD_RBLOCK if elem_bytes >= 4 else REREAD_RBLOCK // 2), REREAD_WARPS
+    return LOOP_RBLOCK, LOOP_WARPS
+
+
 SPLIT_MIN_LANES = 16384   # shorter rows are not split
 SPLIT_PROGRAMS_PER_SM = 4  # stage-1 programs of a split reduction, per SM
 SPLIT_RBLOCK = 1024        # lanes a stage-1 program loads per step, at least ...

@@ -58,6 +58,7 @@ class _Program:
         self.unspecialized: list[str] = []
         # [max op, the max so far, used]: inside an online softmax loop (_online_softmax)
         self.max_override: list | None = None
+        self.stores_lanes = False   # a looped program that stores per lane (re-reads its row)
 
     # -- emission ---------------------------------------------------------------------------
     def fresh(self, prefix: str = "v") -> str:
@@ -453,6 +454,8 @@ class _ProgramBuilder:
             p.scope = p.root
             p.emit(f"for roff in range(0, {L}, RBLOCK):")
             p.root.lines.extend(loop.lines)
+            # (stores per lane after its reductions: the row is read again, launch.looped_config)
+            p.stores_lanes = L != "1"
 
     def _split_partials(self) -> None:
         """Stage 1 of a split reduction (a group of few rows, each one long reduction:
