@@ -1,5 +1,6 @@
 """Training graphs: calls whose ATen backward lamina cannot compile become their forward's
-decomposition before AOTAutograd, so autograd differentiates ops lamina compiles.
+decomposition before AOTAutograd, so autograd differentiates ops lamina compiles
+(grid_sample, segment_reduce).
 
 AOTAutograd differentiates the ATen op (grid_sampler_2d's derivative is
 grid_sampler_2d_backward, which no decomposition table has) and decomposes only after; so
@@ -49,8 +50,19 @@ def _grid_sample(*args, **kwargs):
                          bool(a["align_corners"]))
 
 
+def _segment_reduce(data, reduce, **kwargs):
+    # (segment_reduce's derivative is _segment_reduce_backward, an ATen kernel)
+    from .decompositions import _segment_reduce as decomposed
+
+    out = decomposed(data, reduce, **kwargs)
+    return torch.segment_reduce(data, reduce, **kwargs) if out is NotImplemented else out
+
+
 _REWRITES = {F.grid_sample: _grid_sample, torch.grid_sampler: _grid_sampler,
-             torch.grid_sampler_2d: _grid_sampler, torch.grid_sampler_3d: _grid_sampler}
+             torch.grid_sampler_2d: _grid_sampler, torch.grid_sampler_3d: _grid_sampler,
+             torch.segment_reduce: _segment_reduce}
+if hasattr(torch, "_segment_reduce"):
+    _REWRITES[torch._segment_reduce] = _segment_reduce
 
 
 def decompose_for_autograd(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:

@@ -4,7 +4,7 @@ fixes where its reference differs from eager.
     linspace (integer dtype): eager converts start and end to the result's dtype first
         (4.3 -> 4) and steps in double; torch's reference keeps them as given and steps in
         the default float dtype, so its values differ (OpInfo's linspace.tensor_overload)
-    addbmm, angle, mode, histc, histogram (bins as a count), nonzero_static, pdist,
+    addbmm, angle, mode, histc, histogram (bins as a count), nonzero_static, pdist, segment_reduce,
         grid_sampler_3d (grid_sampling.py), _embedding_bag_backward (dense): not in torch's
         table (ATen kernels); composed of ops lamina compiles
 """
@@ -282,7 +282,48 @@ def _as_strided_scatter(input, src, size, stride, storage_offset=None):
     return flat.view(stored.shape).permute(inverse)
 
 
+_SEGMENT_NEUTRAL = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}
+_SEGMENT_SCATTER = {"sum": "sum", "mean": "sum", "prod": "prod", "max": "amax", "min": "amin"}
+
+
+def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """segment_reduce (not in torch's tables: an ATen kernel) as a scatter_reduce: element n of
+    a row along `axis` goes to the segment whose offsets bracket it (searchsorted), into a
+    tensor of the initial value (or the reduction's neutral element), so that an empty
+    segment keeps it, as eager's does; elements past the last segment go to a dropped extra
+    slot. A mean is the sum over the segment's length (the initial value for an empty one
+    when given; 0 / 0 = nan without). lengths / offsets: data.shape[:axis] + (segments,) /
+    (segments + 1,). Invalid lengths (negative, or more than the row) are not checked."""
+    if indices is not None or reduce not in _SEGMENT_NEUTRAL or (lengths is None) == (offsets is None):
+        return NotImplemented
+    axis = axis % data.dim()
+    if offsets is None:
+        ends = torch.cumsum(lengths, -1)
+        counts = lengths
+    else:
+        ends = offsets[..., 1:]
+        counts = offsets[..., 1:] - offsets[..., :-1]
+    segments = ends.shape[-1]
+    n = data.shape[axis]
+    lead = data.shape[:axis]
+    positions = torch.arange(n, device=data.device, dtype=ends.dtype).expand(*lead, n).contiguous()
+    segment = torch.searchsorted(ends.contiguous(), positions, right=True)   # (segments: past the last)
+    index = segment.reshape(*lead, n, *([1] * (data.dim() - axis - 1))).expand(data.shape)
+    fill = _SEGMENT_NEUTRAL[reduce] if initial is None else initial
+    shape = list(data.shape)
+    shape[axis] = segments + 1
+    out = torch.full(shape, fill, dtype=data.dtype, device=data.device)
+    out = out.scatter_reduce(axis, index, data, _SEGMENT_SCATTER[reduce], include_self=True)
+    out = out.narrow(axis, 0, segments)
+    if reduce == "mean":
+        count = counts.reshape(*lead, segments, *([1] * (data.dim() - axis - 1))).to(data.dtype)
+        empty = float("nan") if initial is None else initial
+        out = torch.where(count == 0, torch.full_like(out, empty), out / count)
+    return out
+
+
 _OVERRIDES = {
+    aten.segment_reduce.default: _segment_reduce,
     aten.as_strided_scatter.default: _as_strided_scatter,
     aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
     aten._upsample_bicubic2d_aa.default: upsample_bicubic2d_aa,

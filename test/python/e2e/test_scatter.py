@@ -1,7 +1,9 @@
 """The scatter family, strict, against eager: index_put (accumulate, several index tensors,
 non-adjacent, broadcast values, x[i] = v, boolean masks), scatter (src, value, reduce), scatter_add,
 scatter_reduce (sum, prod, mean, amax, amin; include_self both ways; integer means, uint8),
-duplicate positions, negative dims, int values, and the backward of indexing (index_put with accumulate)."""
+duplicate positions, negative dims, int values, and the backward of indexing (index_put with accumulate);
+segment_reduce (lengths and offsets, batched along an axis, empty segments, an initial value, nan)
+forward and backward."""
 from __future__ import annotations
 
 import pytest
@@ -20,6 +22,10 @@ M2 = torch.tensor([False, True, False, False, True, False])        # 2 Trues
 IDX = torch.randint(0, 5, (3, 6, 4), generator=G)     # dim 0 positions, duplicates
 SRC = torch.randn(4, 6, 4, generator=G)              # larger than IDX: only its leading block is read
 SRCI = torch.randint(-9, 9, (4, 6, 4), generator=G)
+
+XS = X.clone()
+XS[1, 2, 3] = float("nan")
+SEGMENT_OFFSETS = torch.tensor([[0, 0, 4, 6]] * 3 + [[0, 6, 6, 6], [0, 1, 2, 6]])
 
 CASES = [
     ("index_put_accumulate", lambda x: torch.index_put(x, (I,), V, accumulate=True), X),
@@ -64,6 +70,14 @@ CASES = [
     ("scatter_reduce_mean_uint8", lambda x: torch.scatter_reduce((x * 29).to(torch.uint8), 0, IDX,
                                                                  (SRCI * 31).to(torch.uint8), "mean"), XI),
     ("index_reduce_mean_int", lambda x: x.index_reduce(0, torch.tensor([4, 0, 4]), x[:3] * 2, "mean"), XI),
+] + [
+    # segments of dim 0 (one empty), and of dim 1 per row of dim 0 (offsets; empty ones first
+    # and last); an initial value joins every segment's reduction and is an empty one's value
+    (f"segment_reduce_{r}_{how}{'_initial' if init is not None else ''}",
+     (lambda x, r=r, how=how, init=init: torch.segment_reduce(
+         x, r, initial=init, **({"lengths": torch.tensor([2, 0, 3])} if how == "lengths" else
+                                {"offsets": SEGMENT_OFFSETS, "axis": 1}))), XS)
+    for r in ("sum", "mean", "max", "min", "prod") for how in ("lengths", "offsets") for init in (None, 0.5)
 ]
 
 
@@ -79,7 +93,7 @@ def test_matches_eager(fn, x):
     out = torch.compile(fn, backend="lamina", options={"strict": True})(x)
     ref = fn(x)
     assert out.dtype == ref.dtype and out.shape == ref.shape
-    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(out, ref, equal_nan=True)
     assert lamina_backend.last_report()["fallback_ops"] == []
 
 
@@ -87,6 +101,19 @@ def test_backward_of_indexing_accumulates_duplicates():
     x = X.double().requires_grad_()
     xr = x.detach().clone().requires_grad_()
     fn = lambda x: (x[I] ** 2).sum() + x[:, IU].sum()   # noqa: E731
+    torch._dynamo.reset()
+    torch.compile(fn, backend="lamina", options={"strict": True})(x).backward()
+    fn(xr).backward()
+    torch.testing.assert_close(x.grad, xr.grad)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "prod"])
+def test_backward_of_segment_reduce(reduce):
+    """segment_reduce's own backward is an ATen kernel: the call is decomposed before
+    AOTAutograd (backend/autograd_rewrites.py), and autograd differentiates the scatter."""
+    x = X[:, :, 0].double().requires_grad_()
+    xr = x.detach().clone().requires_grad_()
+    fn = lambda x: torch.segment_reduce(x, reduce, lengths=torch.tensor([3, 0, 2]), initial=0.5).sin().sum()  # noqa: E731
     torch._dynamo.reset()
     torch.compile(fn, backend="lamina", options={"strict": True})(x).backward()
     fn(xr).backward()
