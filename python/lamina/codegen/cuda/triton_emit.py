@@ -56,8 +56,7 @@ PERSISTENT_MAX = 32768     # longest row (elements) a persistent program keeps i
 # (rows of 4097-32768 looped before: a norm read its row twice, a softmax three times. H100:
 # layer_norm 1024x16384 fp32 0.076 -> 0.049 ms, Inductor 0.052; 512x32768 0.080 -> 0.052,
 # Inductor 0.054; softmax 1024x32768 bf16 0.103 -> 0.071, eager 0.076, Inductor 0.081)
-
-
+# (looped programs' steps and warps: launch.looped_config; split programs': split_reduction)
 
 
 FEW_ROWS = 512             # a group of at most this many rows ...

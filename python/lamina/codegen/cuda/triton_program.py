@@ -1201,10 +1201,10 @@ class _ProgramBuilder:
         """The row value of `op`, the max M or the sum S of exp(x - M) of an online softmax
         pair, both from one loop over x: per lane a running max m and a sum s of exp(x - m),
         rescaled by exp(m_old - m_new) when m grows; the lanes' (or a split's chunks') sums
-        are rescaled to the overall max and added (lh.online_softmax). Exponents are taken from 0 while m is
-        -inf, so a row's -inf elements add exp(-inf) = 0 whatever comes after them; a
-        non-empty row with no element above -inf gets S = nan, exp(-inf - -inf) summed, as
-        the two-pass form. stats_only (stage 1 of a split): the chunk's (m, s)."""
+        are rescaled to the overall max and added (lh.online_softmax). Exponents are taken
+        from 0 while m is -inf, so a row's -inf elements add exp(-inf) = 0 whatever comes
+        after them; a non-empty row with no element above -inf gets S = nan, exp(-inf - -inf)
+        summed, as the two-pass form. stats_only (stage 1 of a split): the chunk's (m, s)."""
         p = self.p
         mx, sm = self._online_pair(op)
         # (keyed by the rows' loops: the max's output may keep the reduced dims, the sum's not)
