@@ -1,4 +1,4 @@
-// RUN: lamina-opt %s --lamina-fuse --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-cse --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
+// RUN: lamina-opt %s --lamina-fuse --lamina-widen-low-precision --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-cse --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
 
 // Log-softmax of few long rows (8 rows of 70000): the rows are split across programs, and the
 // max and the sum of exp(x - max) come from one pass over x (online softmax). Each lane keeps
@@ -35,9 +35,25 @@ func.func @lsm(%x: tensor<8x70000xf32>) -> tensor<8x70000xf32> attributes {lamin
 // CHECK:         [[S:v[0-9]+]] = [[B]][1]
 // CHECK:         tl.where([[M]] == float("-inf"), float("nan"), [[S]])
 // CHECK-LABEL: def launch(
+// CHECK:         _split, _chunk, _srb, _swarps = split_reduction(_rows, _lanes, 4)
 // CHECK:         _part = torch.empty((_rows * _split * 2,), dtype=torch.float32
-// CHECK:         t0_split1[(_rows * _split,)]
+// CHECK:         t0_split1[(_rows * _split,)]({{.*}}RBLOCK=_srb, {{.*}}num_warps=_swarps)
 // CHECK:         t0_split2[(_rows,)]
+// (unsplit, the statistics alone are a looped program that reads its rows once)
+// CHECK:         _lrb, _lwarps = looped_config(4, False)
+// CHECK:         t0_looped[(_rows,)]
+
+// The same of bf16 rows (computed in f32 inside the kernel, as the pipeline's widen stage
+// does): split steps are sized by the bytes of the input they load.
+func.func @lsm16(%x: tensor<8x70000xbf16>) -> tensor<8x70000xbf16> attributes {lamina.graph} {
+  %0 = "lamina.log_softmax"(%x) {dim = 1 : i64} : (tensor<8x70000xbf16>) -> tensor<8x70000xbf16>
+  return %0 : tensor<8x70000xbf16>
+}
+
+// CHECK-LABEL: # ---- lsm16_kernel_0
+// CHECK:         lh.online_softmax(
+// CHECK-LABEL: def launch(
+// CHECK:         split_reduction(_rows, _lanes, 2)
 
 // The max of x and a sum of exp(y - max(x)) of another y are not a pair: two loops.
 func.func @other(%x: tensor<4x40000xf32>, %y: tensor<4x40000xf32>) -> tensor<4x1xf32> attributes {lamina.graph} {

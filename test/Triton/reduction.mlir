@@ -33,4 +33,7 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
 // CHECK-LABEL: def launch(
 // CHECK: if _lanes <= 32768:
 // CHECK: run_tuned(g0_persistent, (_rows, _lanes)
-// CHECK: g0_looped[(_rows,)]
+// (the looped program stores per lane after its reductions, so it reads its row again:
+// launch.looped_config sizes its steps for that, from the bytes of its narrowest input)
+// CHECK: _lrb, _lwarps = looped_config(4, True)
+// CHECK: g0_looped[(_rows,)]({{.*}}RBLOCK=_lrb, {{.*}}num_warps=_lwarps)
