@@ -21,19 +21,14 @@ _COMPILED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
 def maximum(a, b):
     """max that returns NaN when either side is NaN (torch.maximum, arith.maximumf): one
     max.NaN instruction (H100, .device/nanmax31.py: a looped softmax of 1024 x 65536 bf16
-    0.165 ms against 0.174 with three selects). Integers (a bool's or, too) by a select."""
-    if a.dtype.is_floating():
-        return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    else:
-        return tl.where(a > b, a, b)
+    0.165 ms against 0.174 with three selects). Integers: maxsi / maxui (bools are unsigned
+    int1 in Triton: an or). Either side may be a Python literal (an init, a body constant)."""
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
 def minimum(a, b):
-    if a.dtype.is_floating():
-        return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    else:
-        return tl.where(a < b, a, b)
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
