@@ -34,7 +34,7 @@ def online_softmax_pairs(func) -> dict:
         if g.name == "linalg.generic" and "reduction" in _kinds(g):
             if _max_element(g) is not None:
                 maxes.append(g)
-            elif _sum_element(g) is not None:
+            elif sum_element(g) is not None:
                 sums.append(g)
         return ir.WalkResult.ADVANCE
     func.operation.walk(visit)
@@ -47,7 +47,7 @@ def online_softmax_pairs(func) -> dict:
         for sm in sums:
             if sm in pairs or _kinds(sm) != _kinds(mx) or _rows_of(sm) != _rows_of(mx):
                 continue
-            if _exp_of_difference(_element_term(sm, _sum_element(sm))) == (x, row):
+            if _exp_of_difference(_element_term(sm, sum_element(sm))) == (x, row):
                 pairs[mx] = pairs[sm] = (mx, sm)
                 break
     return pairs
@@ -77,9 +77,9 @@ def _max_element(g):
     return [v for v in comb.operands if v != acc][0]
 
 
-def _sum_element(g):
+def sum_element(g):
     """The element a float sum reduction adds (a plain sum that yields its addition, or
-    lamina-to-linalg's compensated pair), or None."""
+    lamina-to-linalg's compensated pair), or None (also triton_program's Welford roles)."""
     if not _float_result(g):
         return None
     block = g.regions[0].blocks[0]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from ...lowering.vector_math import _constant_value
-from .online_softmax import online_softmax_pairs_of
+from .online_softmax import online_softmax_pairs_of, sum_element
 from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, row_dims_of, _affine_results, _const_val, _dense_constants, _dim_pos,
                         _dropped_dims, _elem, _is_int, _kinds, _maps, _mul, _op_name_of, _owner, _prod,
                         _result_index, _scalar_literal, _tl)
@@ -1153,13 +1153,7 @@ class _ProgramBuilder:
             total, mean, m2, count = (p.fresh(n) for n in ("acc", "wmean", "wm2", "wn"))
             for v in (total, mean, m2, count):
                 p.emit(f"{v} = tl.zeros([XBLOCK, RBLOCK], {t})")
-            loop_scope = _Scope(p.root, p.root.indent + 1)
-            p.scope = loop_scope
-            p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
-            p.current_rmask = self._rmask(L)
-            lanes = list(loop)
-            for d, r in zip(red_dims, self._decompose_vars(extents, "r_r")):
-                lanes[d] = r
+            loop_scope, lanes = self._open_lane_loop(loop, red_dims, extents, L)
             env = self._body_env(op, lanes, None)
             env["__loc__"] = loc
             x = self._widen(self._env(env, role[2], lanes), str(role[2].type))
@@ -1222,13 +1216,7 @@ class _ProgramBuilder:
                 m, s = p.fresh("omax"), p.fresh("osum")
                 p.emit(f'{m} = tl.full([XBLOCK, RBLOCK], float("-inf"), {t})')
                 p.emit(f"{s} = tl.zeros([XBLOCK, RBLOCK], {t})")
-                loop_scope = _Scope(p.root, p.root.indent + 1)
-                p.scope = loop_scope
-                p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
-                p.current_rmask = self._rmask(L)
-                lanes = list(loop)
-                for d, r in zip(red_dims, self._decompose_vars(extents, "r_r")):
-                    lanes[d] = r
+                loop_scope, lanes = self._open_lane_loop(loop, red_dims, extents, L)
                 inside = p.let(f"xmask & {p.current_rmask}")
                 x = self._reduced_input(mx, lanes, "max", loc)
                 grown = p.let(f'lh.maximum({m}, tl.where({inside}, {x}, float("-inf")))')
@@ -1256,6 +1244,19 @@ class _ProgramBuilder:
         if stats_only:
             return stats
         return stats[0] if op == mx else stats[1]
+
+    def _open_lane_loop(self, loop, red_dims, extents, L):
+        """(scope, loop indices) of a loop over a reduction's lanes, RBLOCK a step, made the
+        current scope (a Welford or online softmax pass: the caller emits the `for` line)."""
+        p = self.p
+        scope = _Scope(p.root, p.root.indent + 1)
+        p.scope = scope
+        p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
+        p.current_rmask = self._rmask(L)
+        lanes = list(loop)
+        for d, r in zip(red_dims, self._decompose_vars(extents, "r_r")):
+            lanes[d] = r
+        return scope, lanes
 
     def _decompose_cached(self, extents: list[str]) -> list[str]:
         """Lane index of each reduction dim, from the program's lane counter `r` (shared by
@@ -1373,25 +1374,11 @@ def _welford_roles(func):
     def role(g):
         if g.name != "linalg.generic" or "reduction" not in _kinds(g):
             return None
-        if not str(g.results[0].type).endswith(("f32>", "f64>")):
+        # a float sum (a plain one yields its addition, not a select of it: a masked sum)
+        x = sum_element(g)
+        if x is None:
             return None
-        block = g.regions[0].blocks[0]
-        n_out = len(g.results)
-        n_in = len(g.operands) - n_out
-        acc = block.arguments[len(block.arguments) - 1]
-        comb = next((o.operation for o in block.operations if acc in list(o.operands)), None)
-        if comb is None or comb.name != "arith.addf":
-            return None
-        compensated = "lamina.accumulate" in g.attributes and \
-            ir.StringAttr(g.attributes["lamina.accumulate"]).value == "compensated"
-        if n_out != (2 if compensated else 1):
-            return None
-        # a plain sum yields the addition itself (not, say, a select of it: a masked sum);
-        # a compensated pair is lamina-to-linalg's two_sum_step
-        y = next(o for o in block.operations if o.operation.name == "linalg.yield")
-        if not compensated and y.operands[0] != comb.results[0]:
-            return None
-        x = [v for v in comb.operands if v != acc][0]
+        n_in = len(g.operands) - len(g.results)
         maps = _maps(g)
         kinds = _kinds(g)
 
