@@ -27,7 +27,11 @@ import torch.nn.functional as F
 
 from lamina.testing.models import CausalAttention, GPTBlock, RMSNorm, Softmax, cos_cos_div, sin2_cos2
 
-SIZES = ("small", "large", "gpu")   # gpu: the GPU scale (16M-element rows and chains, 4096^3 GEMMs); --sizes gpu
+SIZES = ("small", "large", "gpu", "alt", "odd")
+# gpu: the GPU scale (16M-element rows and chains, 4096^3 GEMMs); --sizes gpu.
+# alt and odd: other shapes at the GPU scale, so that no launch heuristic is tuned to one shape:
+# alt changes the aspect (long or short rows, GPT-2 widths), odd has sizes that are not multiples
+# of 8 (rows not 16-byte aligned, masked tails everywhere).
 
 
 @dataclass
@@ -233,37 +237,51 @@ def _depthwise_separable(n, c, hw):
 CASES: dict[str, Case] = {c.name: c for c in [
     Case("sin2_cos2", "sin(x)**2 + cos(x)**2",
          {"small": _pointwise(sin2_cos2, 1, 256, 256), "large": _pointwise(sin2_cos2, 1, 2048, 2048),
-          "gpu": _pointwise(sin2_cos2, 1, 4096, 4096)}),
+          "gpu": _pointwise(sin2_cos2, 1, 4096, 4096),
+          "alt": _pointwise(sin2_cos2, 1, 1024, 16384), "odd": _pointwise(sin2_cos2, 1, 3001, 4999)}),
     Case("cos_cos_div", "cos(cos(x)) / 1.1 * y, y of x's shape",
          {"small": _pointwise(cos_cos_div, 2, 256, 256), "large": _pointwise(cos_cos_div, 2, 2048, 2048),
-          "gpu": _pointwise(cos_cos_div, 2, 4096, 4096)}),
+          "gpu": _pointwise(cos_cos_div, 2, 4096, 4096),
+          "alt": _pointwise(cos_cos_div, 2, 16384, 512), "odd": _pointwise(cos_cos_div, 2, 4999, 3001)}),
     Case("softmax", "softmax(x, dim=-1)",
          {"small": _rowwise(lambda c: Softmax(), 128, 256), "large": _rowwise(lambda c: Softmax(), 1024, 1024),
-          "gpu": _rowwise(lambda c: Softmax(), 4096, 4096)}),
+          "gpu": _rowwise(lambda c: Softmax(), 4096, 4096),
+          "alt": _rowwise(lambda c: Softmax(), 1024, 16384), "odd": _rowwise(lambda c: Softmax(), 4001, 3001)}),
     Case("layer_norm", "nn.LayerNorm over the last dim",
          {"small": _rowwise(nn.LayerNorm, 128, 256, atol=1e-4), "large": _rowwise(nn.LayerNorm, 1024, 1024, atol=1e-4),
-          "gpu": _rowwise(nn.LayerNorm, 4096, 4096, atol=1e-4)}),
+          "gpu": _rowwise(nn.LayerNorm, 4096, 4096, atol=1e-4),
+          "alt": _rowwise(nn.LayerNorm, 16384, 768, atol=1e-4), "odd": _rowwise(nn.LayerNorm, 3001, 5001, atol=1e-4)}),
     Case("rms_norm", "x * rsqrt(mean(x^2) + eps) * w",
          {"small": _rowwise(RMSNorm, 128, 256, atol=1e-4), "large": _rowwise(RMSNorm, 1024, 1024, atol=1e-4),
-          "gpu": _rowwise(RMSNorm, 4096, 4096, atol=1e-4)}),
+          "gpu": _rowwise(RMSNorm, 4096, 4096, atol=1e-4),
+          "alt": _rowwise(RMSNorm, 2048, 8192, atol=1e-4), "odd": _rowwise(RMSNorm, 5001, 3001, atol=1e-4)}),
     Case("gelu_bias", "gelu(x + b) * s + x",
-         {"small": _gelu_chain(128, 256), "large": _gelu_chain(1024, 1024), "gpu": _gelu_chain(4096, 4096)}),
+         {"small": _gelu_chain(128, 256), "large": _gelu_chain(1024, 1024), "gpu": _gelu_chain(4096, 4096),
+          "alt": _gelu_chain(8192, 2048), "odd": _gelu_chain(3001, 4999)}),
     Case("gemm_bias_relu", "relu(x @ W^T + b)",
-         {"small": _gemm(128, 128, 128), "large": _gemm(512, 512, 512), "gpu": _gemm(4096, 4096, 4096)}),
+         {"small": _gemm(128, 128, 128), "large": _gemm(512, 512, 512), "gpu": _gemm(4096, 4096, 4096),
+          "alt": _gemm(8192, 1024, 4096), "odd": _gemm(3001, 2047, 1999)}),
     Case("mlp", "fc2(relu(fc1(x)))",
-         {"small": _mlp(64, 64, 256), "large": _mlp(256, 256, 1024), "gpu": _mlp(4096, 1024, 4096)}),
+         {"small": _mlp(64, 64, 256), "large": _mlp(256, 256, 1024), "gpu": _mlp(4096, 1024, 4096),
+          "alt": _mlp(8192, 768, 3072), "odd": _mlp(3001, 1000, 2999)}),
     Case("causal_attention", "softmax(mask(q k^T / sqrt(d))) v",
-         {"small": _attention(2, 4, 64, 64), "large": _attention(2, 4, 256, 64), "gpu": _attention(8, 16, 1024, 64)}),
+         {"small": _attention(2, 4, 64, 64), "large": _attention(2, 4, 256, 64), "gpu": _attention(8, 16, 1024, 64),
+          "alt": _attention(2, 8, 2048, 128), "odd": _attention(3, 5, 1001, 64)}),
     Case("gpt_block", "pre-norm GPT-2 block (LN, attention, LN, tanh-GELU MLP)",
-         {"small": _gpt_block(1, 64, 128), "large": _gpt_block(2, 128, 256), "gpu": _gpt_block(8, 512, 1024, 16)}),
+         {"small": _gpt_block(1, 64, 128), "large": _gpt_block(2, 128, 256), "gpu": _gpt_block(8, 512, 1024, 16),
+          "alt": _gpt_block(4, 1024, 768, 12), "odd": _gpt_block(3, 501, 640, 10)}),
     Case("conv_bn_relu", "relu(batchnorm(conv3x3(x))), BN in eval mode",
-         {"small": _conv_bn_relu(1, 32, 28), "large": _conv_bn_relu(8, 64, 56), "gpu": _conv_bn_relu(32, 128, 56)}),
+         {"small": _conv_bn_relu(1, 32, 28), "large": _conv_bn_relu(8, 64, 56), "gpu": _conv_bn_relu(32, 128, 56),
+          "alt": _conv_bn_relu(16, 256, 28), "odd": _conv_bn_relu(8, 96, 55)}),
     Case("resnet_block", "ResNet basic block: 2 x (conv3x3, BN), ReLUs, identity shortcut",
-         {"small": _resnet_block(1, 32, 28), "large": _resnet_block(8, 64, 56), "gpu": _resnet_block(32, 128, 56)}),
+         {"small": _resnet_block(1, 32, 28), "large": _resnet_block(8, 64, 56), "gpu": _resnet_block(32, 128, 56),
+          "alt": _resnet_block(16, 256, 28), "odd": _resnet_block(8, 96, 55)}),
     Case("depthwise_separable", "MobileNet unit: depthwise 3x3, BN, ReLU6, 1x1 to 2x channels, BN, ReLU6",
          {"small": _depthwise_separable(1, 32, 28), "large": _depthwise_separable(8, 64, 56),
-          "gpu": _depthwise_separable(32, 128, 56)}),
+          "gpu": _depthwise_separable(32, 128, 56),
+          "alt": _depthwise_separable(16, 256, 28), "odd": _depthwise_separable(8, 96, 55)}),
     Case("tiny_pointwise", "relu(x * y + x) * 0.5 - y",
          {"small": _pointwise(tiny_pointwise, 2, 16, 16), "large": _pointwise(tiny_pointwise, 2, 64, 64),
-          "gpu": _pointwise(tiny_pointwise, 2, 16, 16)}),
+          "gpu": _pointwise(tiny_pointwise, 2, 16, 16),
+          "alt": _pointwise(tiny_pointwise, 2, 1, 4096), "odd": _pointwise(tiny_pointwise, 2, 7, 13)}),
 ]}

@@ -9,6 +9,8 @@ importer converts: fx_importer.storage_type).
 """
 from __future__ import annotations
 
+import re
+
 from mlir import ir
 
 DYNAMIC = ir.ShapedType.get_dynamic_size() if hasattr(ir.ShapedType, "get_dynamic_size") else -(2**63)
@@ -122,6 +124,13 @@ def torch_dtype_to_name(dtype) -> str:
 _TORCH_DTYPE_TEXT = {"f32": "torch.float32", "f64": "torch.float64", "f16": "torch.float16",
                      "bf16": "torch.bfloat16", "i64": "torch.int64", "i32": "torch.int32",
                      "i16": "torch.int16", "i8": "torch.int8", "i1": "torch.bool"}
+
+
+def element_bytes(name: str) -> int:
+    """Bytes of one element of type `name`, torch's itemsize (a bool is one byte), without
+    importing torch (code generators run in compile workers: torch's import costs a worker
+    2.5 s)."""
+    return 1 if name == "i1" else int(re.fullmatch(r"[a-z]+(\d+)", name).group(1)) // 8
 
 
 def torch_dtype_text(name: str) -> str:

@@ -178,6 +178,27 @@ def test_edge_cases():
     _assert_cuda_records(before)
 
 
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_flat_programs_of_odd_sizes_peel_their_whole_blocks(tmp_path, dynamic):
+    """A flat program whose element count is not a multiple of 16 runs whole blocks under an
+    all-true mask and the last under `xoff < numel`: both branches, with a broadcast operand
+    and one at a storage offset, nan and inf, bf16 and fp32 outputs."""
+    def f(x, b, y):
+        return torch.sin(x + b) * y, (x * 2).to(torch.bfloat16)
+
+    before = len(lamina.backend.reports())
+    compiled = torch.compile(f, backend="lamina", dynamic=dynamic,
+                             options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})
+    x = torch.randn(131, 129, device=DEVICE)          # 16899 elements: 16 whole blocks of 1024, a tail
+    x[0, 0], x[-1, -1], x[70, 3] = float("nan"), float("inf"), -float("inf")
+    b, y = torch.randn(129, device=DEVICE), torch.randn(20000, device=DEVICE)[5:5 + 131 * 129].view(131, 129)
+    for got, want in zip(compiled(x, b, y), f(x, b, y)):
+        torch.testing.assert_close(got, want, equal_nan=True)
+    _assert_cuda_records(before)
+    programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+    assert "xmask = tl.full([XBLOCK], 1, tl.int1)" in programs
+
+
 def test_reductions_of_reductions(tmp_path):
     """A reduction of another's results along its lanes (a row sum then their total; row
     variances then their max; a loss) gets the inner results computed into a temporary by a

@@ -156,3 +156,33 @@ def test_partitions_compile_concurrently_on_several_workers(monkeypatch):
     report = lb.last_report()
     assert report["partitions"] == 3 and report["cache_partitions"] == ["off"] * 3
     assert len(set(report["workers"])) == 2   # both workers took a share
+
+
+def test_cuda_code_generation_does_not_import_torch(tmp_path):
+    """The cuda target's stages run in compile workers, which never import torch (its import
+    costs a worker about 2.5 s, once, in the middle of the first graph it compiles): a
+    reduction's launch config once read its element sizes from torch dtypes."""
+    graphs = {
+        "softmax_long_rows": (lambda x: torch.softmax(x, -1), (torch.randn(4, 40000),)),
+        "layer_norm": (lambda x: torch.nn.functional.layer_norm(x, (64,)), (torch.randn(8, 64),)),
+        "bias_gelu": (lambda x, b: torch.nn.functional.gelu(x + b), (torch.randn(8, 64), torch.randn(64))),
+        "matmul_bias": (lambda x, w, b: x @ w + b, (torch.randn(8, 16), torch.randn(16, 4), torch.randn(4))),
+    }
+    for name, (fn, args) in graphs.items():
+        torch._dynamo.reset()
+        torch.compile(fn, backend="lamina", options={"dump_ir": str(tmp_path / name)})(*args)
+    imported = sorted(tmp_path.glob("*/*00-import.mlir"))
+    assert len(imported) == len(graphs)
+    script = (
+        "import sys\n"
+        "from mlir import ir\n"
+        "from lamina import dialect\n"
+        "from lamina.pipeline import run_stages\n"
+        "for path in sys.argv[1:]:\n"
+        "    with dialect.make_context():\n"
+        "        run_stages(ir.Module.parse(open(path).read()), target='cuda', export=True)\n"
+        "assert 'torch' not in sys.modules, 'the cuda target imported torch'\n")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", script, *map(str, imported)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]

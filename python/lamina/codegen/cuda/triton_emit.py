@@ -1154,7 +1154,7 @@ class _KernelCodegen(_Emitter):
     def _loaded_bytes(self, p) -> int:
         """The narrowest element (bytes) of the kernel arguments program `p` reads (a step of
         a looped program is sized by the bytes it loads)."""
-        sizes = [T.name_to_torch_dtype(T.type_name(self.k.memref(int(t[1:])).element_type)).itemsize
+        sizes = [T.element_bytes(T.type_name(self.k.memref(int(t[1:])).element_type))
                  for t in p.tensor_params if re.fullmatch(r"a\d+", t)]
         return min(sizes, default=4)
 

@@ -355,13 +355,33 @@ class _ProgramBuilder:
     def _flat(self) -> None:
         p = self.p
         numel = p.sizes_in_kernel(_prod(self.shape))
-        p.emit(f"xoff = {self._pid()} * XBLOCK + tl.arange(0, XBLOCK)")
+        p.emit(f"xstart = {self._pid()} * XBLOCK")
+        p.emit("xoff = xstart + tl.arange(0, XBLOCK)")
+        body = len(p.root.lines)
         p.emit(f"xmask = xoff < {numel}")
         idx = self._decompose("xoff", self.shape, "x")
         p.decomp = (idx, [p.sizes_in_kernel(s) for s in self.shape], "xoff")
         for v, tname, contiguous, arg in self.items:
             val = self.value(v, idx)
             self._store(tname, v, idx, val, contiguous, arg)
+        if _may_be_unaligned(self.shape):
+            self._peel_full_blocks(body, numel)
+
+    def _peel_full_blocks(self, body: int, numel: str) -> None:
+        """The program's lines from `body` on, twice: for a block wholly inside the `numel`
+        elements under an all-true mask, else under `xoff < numel`. Triton vectorizes a masked
+        access only as wide as the mask is known constant: against a count that is not a
+        multiple of 16 that is one element, so every block of an odd-sized tensor (3001 x
+        4999) moved 2-byte bf16 elements one by one; only the last block needs the mask."""
+        p = self.p
+        lines = p.root.lines[body:]
+        del p.root.lines[body:]
+        pad = "    " * p.root.indent
+        full = [pad + "xmask = tl.full([XBLOCK], 1, tl.int1)  # a whole block: no tail"] + lines[1:]
+        p.emit(f"if xstart <= {numel} - XBLOCK:")
+        p.root.lines.extend("    " + line for line in full)
+        p.emit("else:")
+        p.root.lines.extend("    " + line for line in lines)
 
     def _tiled(self) -> None:
         """2-D tiles [YBLOCK, XBLOCK] over one dim (`tile_dim`, the channels) and the dims after
@@ -1410,6 +1430,19 @@ def _welford_roles(func):
         return ir.WalkResult.ADVANCE
     func.operation.walk(visit)
     return roles
+
+
+def _may_be_unaligned(shape: list[str]) -> bool:
+    """Whether a flat program's element count may not be a multiple of 16, and may be large
+    enough for whole blocks to matter (_ProgramBuilder._peel_full_blocks): its static sizes
+    are not a multiple of 16 together, and a symbolic one may not make up for it (Triton
+    learns a size parameter's divisibility by 16 only when it specializes a launch)."""
+    static = 1
+    for s in shape:
+        static *= int(s) if _is_int(s) else 1
+    if static % 16 == 0:
+        return False
+    return static >= 16384 or not all(_is_int(s) for s in shape)
 
 
 def tile_dim(shape: list[str]) -> int:
