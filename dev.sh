@@ -38,6 +38,7 @@ case "${1:-}" in
           test/python/e2e/test_storage_views.py test/python/e2e/test_convolution.py test/python/e2e/test_indexing.py \
           test/python/e2e/test_division_modes.py test/python/e2e/test_scatter.py test/python/e2e/test_trig.py \
           test/python/e2e/test_sorting.py test/python/e2e/test_quantization.py test/python/e2e/test_special_functions.py \
-          test/python/e2e/test_linalg_library.py test/python/e2e/test_complex.py test/python/e2e/test_reduction_layouts.py "$@" ;;
+          test/python/e2e/test_linalg_library.py test/python/e2e/test_complex.py test/python/e2e/test_reduction_layouts.py \
+          test/python/e2e/test_low_precision.py "$@" ;;
   *) echo "usage: ./dev.sh demo | ./dev.sh test" >&2; exit 2 ;;
 esac

@@ -44,7 +44,8 @@ func.func @lsm(%x: tensor<8x70000xf32>) -> tensor<8x70000xf32> attributes {lamin
 // CHECK:         t0_looped[(_rows,)]
 
 // The same of bf16 rows (computed in f32 inside the kernel, as the pipeline's widen stage
-// does): split steps are sized by the bytes of the input they load.
+// does): split steps are sized by the bytes of the input they load, and a row of 16-bit
+// elements stays in registers up to twice as long as an f32 one (launch.persistent_rows).
 func.func @lsm16(%x: tensor<8x70000xbf16>) -> tensor<8x70000xbf16> attributes {lamina.graph} {
   %0 = "lamina.log_softmax"(%x) {dim = 1 : i64} : (tensor<8x70000xbf16>) -> tensor<8x70000xbf16>
   return %0 : tensor<8x70000xbf16>
@@ -54,6 +55,7 @@ func.func @lsm16(%x: tensor<8x70000xbf16>) -> tensor<8x70000xbf16> attributes {l
 // CHECK:         lh.online_softmax(
 // CHECK-LABEL: def launch(
 // CHECK:         split_reduction(_rows, _lanes, 2)
+// CHECK:         elif persistent_rows(_lanes, 2, a0{{.*}}):
 
 // The max of x and a sum of exp(y - max(x)) of another y are not a pair: two loops.
 func.func @other(%x: tensor<4x40000xf32>, %y: tensor<4x40000xf32>) -> tensor<4x1xf32> attributes {lamina.graph} {

@@ -31,7 +31,9 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
 // CHECK: for roff in range(0, a0_size1, RBLOCK):
 // CHECK: tl.store(
 // CHECK-LABEL: def launch(
-// CHECK: if _lanes <= 32768:
+// (whether a row stays in registers: launch.persistent_rows, from the widest element of the
+// program's tensors, the row's length and the tensors' alignment)
+// CHECK: if persistent_rows(_lanes, 4, a0, a3):
 // CHECK: run_tuned(g0_persistent, (_rows, _lanes)
 // (the looped program stores per lane after its reductions, so it reads its row again:
 // launch.looped_config sizes its steps for that, from the bytes of its narrowest input)

@@ -199,6 +199,23 @@ def test_flat_programs_of_odd_sizes_peel_their_whole_blocks(tmp_path, dynamic):
     assert "xmask = tl.full([XBLOCK], 1, tl.int1)" in programs
 
 
+def test_which_rows_stay_in_registers():
+    """launch.persistent_rows: rows up to 32768 lanes (f32) or 65536 (16-bit) where every
+    16-byte access is whole (the row's length and each tensor's start aligned), else up to
+    16384 (Triton loads them one by one, each in a register of its own)."""
+    from lamina.codegen.cuda.launch import persistent_rows
+
+    f32, bf16 = torch.empty(64, dtype=torch.float32), torch.empty(64, dtype=torch.bfloat16)
+    offset = torch.empty(64, dtype=torch.bfloat16)[1:]   # a storage offset of 2 bytes
+    assert persistent_rows(32768, 4, f32) and not persistent_rows(32769, 4, f32)
+    assert not persistent_rows(32001, 4, f32) and persistent_rows(16383, 4, f32)
+    assert persistent_rows(50264, 2, bf16, bf16) and persistent_rows(65536, 2, bf16)
+    assert not persistent_rows(65537, 2, bf16)
+    assert not persistent_rows(50257, 2, bf16) and not persistent_rows(50258, 2, bf16)
+    assert not persistent_rows(50264, 2, bf16, offset)
+    assert persistent_rows(16384, 2, offset) and not persistent_rows(30001, 2, bf16)
+
+
 def test_reductions_of_reductions(tmp_path):
     """A reduction of another's results along its lanes (a row sum then their total; row
     variances then their max; a loss) gets the inner results computed into a temporary by a

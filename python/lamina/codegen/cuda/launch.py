@@ -82,6 +82,31 @@ def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
     return [narrow] + [t for t in tiles if t != narrow]
 
 
+PERSISTENT_MAX = 32768       # longest row (elements) a persistent program keeps in registers ...
+PERSISTENT_MAX_NARROW = 65536  # ... of 16-bit (or narrower) elements, its rows 16-byte aligned
+PERSISTENT_MAX_UNALIGNED = 16384  # ... of narrow elements, rows not 16-byte aligned
+
+
+def persistent_rows(lanes: int, elem_bytes: int, *tensors) -> bool:
+    """Whether a row program keeps rows of `lanes` elements in registers (a persistent
+    program: one read of the row) rather than looping over them (looped_config: a second
+    read where it stores per lane). `elem_bytes`: the widest element of its tensors.
+
+    Rows of 16-bit elements load 8 to a 16-byte access and stay packed two to a register:
+    up to 65536 lanes fit (16 warps: 128 elements a thread); f32 rows up to 32768. Where a
+    row or a tensor's start is not 16-byte aligned (an odd row length, a storage offset)
+    Triton loads the elements one at a time, each in a register of its own, which spills
+    past 16384 lanes (H100, ms: bf16 log_softmax 4096x50264 looped 0.405 -> persistent
+    0.290, eager 0.370; 4096x50257 0.478 -> 3.86; softmax 2048x30001 looped 0.154,
+    persistent 0.175; f32 log_softmax 2048x32001 persistent 0.449, eager 0.284;
+    .device/pers32b.py)."""
+    if lanes <= PERSISTENT_MAX_UNALIGNED:
+        return True
+    if lanes > (PERSISTENT_MAX if elem_bytes >= 4 else PERSISTENT_MAX_NARROW):
+        return False
+    return lanes % (16 // min(max(elem_bytes, 1), 16)) == 0 and all(t.data_ptr() % 16 == 0 for t in tensors)
+
+
 LOOP_RBLOCK = 1024          # lanes a looped row program loads per step ...
 LOOP_WARPS = 8              # ... in this many warps
 REREAD_RBLOCK = 8192        # the same for a program that reads its row again to store per
@@ -165,6 +190,12 @@ def _persistent_tiles(rblock: int) -> list[dict]:
     about 2048 elements per program, 4 warps, first (longer rows: one a program, in 8 or 16
     warps; at most 16384 elements a program, or one row); then the neighbours."""
     x = max(1, min(64, 2048 // rblock))
+    if rblock > 16384:
+        # 32768 fp32 or 65536 16-bit lanes (persistent_rows): 16, 32 or 8 warps, never fewer
+        # (they spill: 4 warps 10x slower). No one count wins (H100, ms, log_softmax, 16 / 32
+        # / 8 warps: bf16 4096x50264 0.291 / 0.361 / 0.329; 1024x65536 0.154 / 0.127 / 0.122;
+        # fp16 1024x65536 0.143 / 0.135 / 0.143; .device/ls32c.py)
+        return [{"XBLOCK": 1, "num_warps": w} for w in (16, 32, 8)]
     # longer rows in 16 warps (H100, softmax of 2048 x 8192 bf16 rows: 0.055 ms in 8 warps,
     # 0.029 in 16; fp32 0.064 / 0.050; layer norms the same in 4 to 16)
     warps_default = 4 if rblock * x <= 2048 else 8 if rblock * x <= 4096 else 16

@@ -21,8 +21,8 @@ How a kernel becomes Triton programs:
   are rows (`XBLOCK` rows per program), the rest are lanes (`RBLOCK`). A reduction is a
   `tl.sum` / `tl.max` / ... over lanes inside the program. Two variants are emitted: a
   persistent one (the whole row in registers, every input element loaded once) and a looped
-  one (rows longer than PERSISTENT_MAX: one loop per reduction and one for the stores,
-  recomputing what they read). A group without reductions runs flat 1-D blocks.
+  one (rows longer than launch.persistent_rows keeps: one loop per reduction and one for the
+  stores, recomputing what they read). A group without reductions runs flat 1-D blocks.
 * Sums accumulate in fp32 (`lamina.accumulate = "compensated"` pairs become one tree sum:
   Triton's reductions are pairwise), max/min propagate NaN like torch.
 
@@ -52,7 +52,7 @@ from .triton_program import _Program, _ProgramBuilder, tile_dim, welford_partner
 from .online_softmax import online_softmax_pairs_of
 
 
-PERSISTENT_MAX = 32768     # longest row (elements) a persistent program keeps in registers
+# Which rows a persistent program keeps in registers: launch.persistent_rows, at run time
 # (rows of 4097-32768 looped before: a norm read its row twice, a softmax three times. H100:
 # layer_norm 1024x16384 fp32 0.076 -> 0.049 ms, Inductor 0.052; 512x32768 0.080 -> 0.052,
 # Inductor 0.054; softmax 1024x32768 bf16 0.103 -> 0.071, eager 0.076, Inductor 0.081)
@@ -208,10 +208,38 @@ def constants_of(func) -> dict:
         elem = _elem(op.results[0].type)
         if elem == "i1":
             arr = np.array([bool(x) for x in ir.DenseIntElementsAttr(attr)]).reshape(list(ir.ShapedType(attr.type).shape))
+        elif elem == "bf16":
+            arr = _bf16_values(attr)
         else:
             arr = np.array(attr)
         consts[f"k{i}"] = (arr, elem)
     return consts
+
+
+def _bf16_values(attr):
+    """A bf16 tensor constant's values, as f32 (exactly): numpy has no bf16 and the bindings
+    give no buffer of one, so from the printed attribute: its hex bytes (a large one), or
+    per element a decimal or the hex bits MLIR prints for nan and inf."""
+    import numpy as np
+
+    shape = list(ir.ShapedType(attr.type).shape)
+    text = str(attr)
+    blob = re.match(r'dense<"0x([0-9A-Fa-f]*)">', text)
+    if blob:
+        bits = np.frombuffer(bytes.fromhex(blob.group(1)), dtype="<u2")
+    else:
+        words = [w for w in re.split(r"[\[\],\s]+", text[text.index("<") + 1:text.index("> :")]) if w]
+        bits = np.array([int(w, 16) if w.lower().startswith("0x") else _bf16_bits(float(w)) for w in words])
+    return (bits.astype(np.uint32) << 16).view(np.float32).reshape(shape)
+
+
+def _bf16_bits(x: float) -> int:
+    """The bf16 nearest to `x` (ties to even), as its 16 bits: a printed decimal is within
+    half a bf16 ulp of the value it printed."""
+    import numpy as np
+
+    u = int(np.array([x], np.float32).view(np.uint32)[0])
+    return (u + 0x7FFF + ((u >> 16) & 1)) >> 16
 
 
 def _kernel_functions(module):
@@ -1141,7 +1169,8 @@ class _KernelCodegen(_Emitter):
             L.append(f"        {s2.name}[(_rows,)]({', '.join(info2['call_args'])}, XBLOCK=1, "
                      f"RBLOCK=1 << (_split - 1).bit_length(), {index64}, num_warps=4)")
             cond = "elif"
-        L.append(f"    {cond} _lanes <= {PERSISTENT_MAX}:")
+        tensors = [a for a in info["call_args"] if re.fullmatch(r"a\d+", a)]
+        L.append(f"    {cond} persistent_rows(_lanes, {self._loaded_bytes(p, widest=True)}, {', '.join(tensors)}):")
         L.append("        _rb = 1 << (_lanes - 1).bit_length()")
         configs = f"[{fixed!r}]" if fixed else "persistent_configs(_rb, _rows)"
         L.append(f"        run_tuned({p.name}, (_rows, _lanes), lambda c: ((_rows + c['XBLOCK'] - 1) // c['XBLOCK'],), "
@@ -1151,12 +1180,13 @@ class _KernelCodegen(_Emitter):
         L.append(f"        {pl.name}[(_rows,)]({', '.join(infol['call_args'])}, XBLOCK=1, RBLOCK=_lrb, "
                  f"{index64}, num_warps=_lwarps)")
 
-    def _loaded_bytes(self, p) -> int:
-        """The narrowest element (bytes) of the kernel arguments program `p` reads (a step of
-        a looped program is sized by the bytes it loads)."""
+    def _loaded_bytes(self, p, widest: bool = False) -> int:
+        """The narrowest element (bytes) of the kernel arguments program `p` reads or writes (a
+        step of a looped program is sized by the bytes it loads); with `widest`, the widest
+        (what a persistent program holds per lane: launch.persistent_rows)."""
         sizes = [T.element_bytes(T.type_name(self.k.memref(int(t[1:])).element_type))
                  for t in p.tensor_params if re.fullmatch(r"a\d+", t)]
-        return min(sizes, default=4)
+        return (max if widest else min)(sizes, default=4)
 
     def _fixed_config(self, short: str) -> dict | None:
         """A launch config set on the kernel by hand: `lamina.triton_configs = {"<program>":
@@ -1182,7 +1212,7 @@ class _KernelCodegen(_Emitter):
         out = ['"""Triton kernels of lamina kernel %s (generated by lamina.codegen.cuda.triton_emit)."""' % k.name,
                "import torch", "import triton", "import triton.language as tl",
                "from lamina.codegen.cuda import triton_helpers as lh",
-               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, flat_config, looped_config, persistent_configs, run_tuned, split_reduction, tiled_config",
+               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, flat_config, looped_config, persistent_configs, persistent_rows, run_tuned, split_reduction, tiled_config",
                "from lamina.codegen.library_calls import call_routine", "", ""]
         names = {}
         for p, info in self.programs:
