@@ -368,20 +368,38 @@ class _ProgramBuilder:
             self._peel_full_blocks(body, numel)
 
     def _peel_full_blocks(self, body: int, numel: str) -> None:
-        """The program's lines from `body` on, twice: for a block wholly inside the `numel`
-        elements under an all-true mask, else under `xoff < numel`. Triton vectorizes a masked
-        access only as wide as the mask is known constant: against a count that is not a
-        multiple of 16 that is one element, so every block of an odd-sized tensor (3001 x
-        4999) moved 2-byte bf16 elements one by one; only the last block needs the mask."""
+        """The loads (with the index arithmetic they read) and the stores of the program's
+        lines from `body` on, twice: for a block wholly inside the `numel` elements under an
+        all-true mask, else under `xoff < numel`; what is computed between them, once.
+        Triton vectorizes a masked access only as wide as the mask is known constant: against
+        a count that is not a multiple of 16 that is one element, so every block of an
+        odd-sized tensor (3001 x 4999) moved 2-byte bf16 elements one by one; only the last
+        block needs the mask. (A body with compound statements is written twice whole.)"""
         p = self.p
         lines = p.root.lines[body:]
         del p.root.lines[body:]
         pad = "    " * p.root.indent
-        full = [pad + "xmask = tl.full([XBLOCK], 1, tl.int1)  # a whole block: no tail"] + lines[1:]
-        p.emit(f"if xstart <= {numel} - XBLOCK:")
-        p.root.lines.extend("    " + line for line in full)
-        p.emit("else:")
-        p.root.lines.extend("    " + line for line in lines)
+        tail_mask, rest = lines[0], lines[1:]
+        full_mask = pad + "xmask = tl.full([XBLOCK], 1, tl.int1)  # a whole block: no tail"
+        cond = f"if xstart <= {numel} - XBLOCK:"
+        if any(line.startswith(pad + " ") for line in rest):
+            loads, middle, stores = rest, [], []
+        else:
+            loads, middle, stores = _loads_and_stores(rest)
+
+        def twice(part):
+            p.emit(cond)
+            p.root.lines.extend("    " + line for line in [full_mask] + part)
+            p.emit("else:")
+            p.root.lines.extend("    " + line for line in [tail_mask] + part)
+
+        if loads:
+            twice(loads)
+        else:
+            p.root.lines.append(tail_mask)
+        p.root.lines.extend(middle)
+        if stores:
+            twice(stores)
 
     def _tiled(self) -> None:
         """2-D tiles [YBLOCK, XBLOCK] over one dim (`tile_dim`, the channels) and the dims after
@@ -1430,6 +1448,32 @@ def _welford_roles(func):
         return ir.WalkResult.ADVANCE
     func.operation.walk(visit)
     return roles
+
+
+def _loads_and_stores(lines: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """A flat program's lines as (loads and the index arithmetic they read, the rest,
+    stores), in their order within each part: the loads then read only indices, never a
+    value computed between (a gather stays in the rest)."""
+    loads, middle, stores = [], [], []
+    defined, load_side = set(), set()
+    for line in lines:
+        text = line.strip()
+        if text.startswith("tl.store("):
+            stores.append(line)
+            continue
+        m = re.match(r"([A-Za-z_]\w*) = (.*)", text)
+        if m is None:
+            middle.append(line)
+            continue
+        name, expr = m.groups()
+        reads = set(re.findall(r"[A-Za-z_]\w*", expr)) & defined
+        if ("tl.load(" in expr or name.startswith("x")) and reads <= load_side:
+            loads.append(line)
+            load_side.add(name)
+        else:
+            middle.append(line)
+        defined.add(name)
+    return loads, middle, stores
 
 
 def _may_be_unaligned(shape: list[str]) -> bool:
