@@ -21,14 +21,30 @@ func.func @sm(%x: tensor<?x?xf32, ["s0", "s1"]>) -> tensor<?x?xf32, ["s0", "s1"]
 // CHECK: tl.exp(
 // CHECK: tl.sum({{.*}}, axis=1)[:, None]
 // CHECK: tl.store(a3 + ((xrow * a0_size1) + r), {{.*}}, mask=xmask & [[M]])
+// The looped variant's loops start at the 16-element boundary at or before the row (its
+// length may not be a multiple of 16): whole steps inside the row run under an all-true lane
+// mask (Triton then moves 16 bytes at a time), the ends under the row's bounds.
 // CHECK-LABEL: def g0_looped(
-// CHECK: for roff in range(0, a0_size1, RBLOCK):
+// CHECK: xrows = {{.*}} * a0_size1
+// CHECK-NEXT: rs = xrows % 16
+// CHECK-NEXT: xrowa = tl.multiple_of(xrows - rs, 16)
+// CHECK: for roff in range(0, a0_size1 + rs, RBLOCK):
+// CHECK-NEXT: j = roff + tl.arange(0, RBLOCK)[None, :]
+// CHECK-NEXT: r = j - rs
+// CHECK-NEXT: if (roff >= rs) & (roff + RBLOCK <= a0_size1 + rs):
+// CHECK-NEXT: [[M1:rmask[0-9]+]] = tl.full([1, RBLOCK], 1, tl.int1)
+// CHECK: tl.load(a0 + (xrowa + j), mask=xmask & [[M1]], other=0)
 // CHECK: [[GROWN:v[0-9]+]] = lh.maximum([[RM:omax[0-9]+]], tl.where(
 // CHECK: [[RS:osum[0-9]+]] = [[RS]] * tl.exp([[RM]] - {{v[0-9]+}}) + tl.where(
 // CHECK: [[RM]] = [[GROWN]]
-// CHECK-NOT: for roff in range(0, a0_size1, RBLOCK):
+// CHECK: else:
+// CHECK-NEXT: [[M1]] = (r >= 0) & (r < a0_size1)
+// CHECK-NOT: for roff in range(
 // CHECK: lh.online_softmax([[RM]], [[RS]], 1)
-// CHECK: for roff in range(0, a0_size1, RBLOCK):
+// CHECK: for roff in range(0, a0_size1 + rs, RBLOCK):
+// CHECK: tl.store(a3 + (xrowa + j), {{.*}}, mask=xmask & [[M2:rmask[0-9]+]])
+// CHECK: else:
+// CHECK-NEXT: [[M2]] = (r >= 0) & (r < a0_size1)
 // CHECK: tl.store(
 // CHECK-LABEL: def launch(
 // (whether a row stays in registers: launch.persistent_rows, from the widest element of the

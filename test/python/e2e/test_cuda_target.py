@@ -326,6 +326,28 @@ def test_softmax_of_long_rows_in_one_pass(tmp_path):
         torch._dynamo.reset()
 
 
+def test_unaligned_long_rows_loop_from_16_element_boundaries(tmp_path):
+    """Looped rows of a length that is not a multiple of 16 start their loops at the
+    16-element boundary before the row (each row at another offset: 33001 * row % 16), and
+    only the steps at a row's ends mask lanes: the values at both ends of every row, a -inf
+    first element, a nan last one, an input at a storage offset, and a layer norm's loop
+    (Welford's, which counts its steps: left as it was) beside it."""
+    import torch.nn.functional as F
+
+    def f(x):
+        return torch.log_softmax(x, -1), F.layer_norm(x, x.shape[-1:]), x.amax(-1)
+
+    n = 33001
+    base = torch.randn(3 * n + 1, device=DEVICE) * 4
+    x = base[1:].view(3, n).to(torch.bfloat16)
+    x[0, 0], x[1, -1], x[2, :3], x[2, -3:] = float("-inf"), float("nan"), 30.0, -30.0
+    got = torch.compile(f, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})(x)
+    for g, want in zip(got, f(x.double())):
+        torch.testing.assert_close(g.double(), want, rtol=2e-2, atol=2e-2, equal_nan=True)
+    programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+    assert "xrowa = tl.multiple_of(xrows - rs, 16)" in programs and "(xrowa + j)" in programs
+
+
 def test_mean_and_variance_of_few_long_rows_split_in_one_pass(tmp_path):
     """Few long rows (a layer norm of 65536 lanes, batch norm's statistic per channel) split
     each row across programs: the sum and the squared deviations are one split reduction,

@@ -320,6 +320,8 @@ class _ProgramBuilder:
             self._split_partials()
         else:
             self._rows()
+            if p.variant == "looped" and not self.columns and not (_is_int(self.lanes) and int(self.lanes) % 16 == 0):
+                _align_lane_loops(p, self.lanes, self._pid())
         call_args = []
         for t in p.tensor_params:
             call_args.append(t)
@@ -455,6 +457,7 @@ class _ProgramBuilder:
             xidx = self._decompose("xrow", row_sizes, "x")
         self.xidx = xidx
         L = p.sizes_in_kernel(_prod(lane_sizes)) if lane_sizes else "1"
+        self.lanes = L
         self._domain(L)
 
         def place(ridx):
@@ -1448,6 +1451,64 @@ def _welford_roles(func):
         return ir.WalkResult.ADVANCE
     func.operation.walk(visit)
     return roles
+
+
+def _align_lane_loops(p: _Program, L: str, pid: str) -> None:
+    """A looped program's lane loops over rows whose length `L` may not be a multiple of 16
+    (a row then starts anywhere within 16 elements, 50257-long rows of bf16 logits): each
+    loop starts at the 16-element boundary at or before its row (`xrowa`) and steps whole
+    16-element groups, so that Triton can move 16 bytes at a time; a step wholly inside the
+    row runs under an all-true lane mask, the first and the last under the row's bounds.
+    The lane index stays `r` (j - rs, negative before the row), what every other access
+    reads. Only loops whose body reads `roff` nowhere else (a Welford loop counts its steps)
+    and masks nothing but `r < L`, in programs of one row each (XBLOCK = 1) whose row-major
+    accesses read `xrow * L + r`."""
+    lines = p.root.lines
+    head = re.compile(r"^(\s*)for roff in range\(0, " + re.escape(L) + r", RBLOCK\):$")
+    row = re.escape(f"(xrow * {L})")
+    offset = re.compile(rf"\(r \+ {row}\)|\({row} \+ r\)")
+    out, i, aligned = [], 0, False
+    while i < len(lines):
+        m = head.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        ind = m.group(1)
+        body = []
+        k = i + 1
+        while k < len(lines) and lines[k].startswith(ind + " "):
+            body.append(lines[k])
+            k += 1
+        inner = ind + "    "
+        first = inner + "r = roff + tl.arange(0, RBLOCK)[None, :]"
+        masks = [b for b in body if re.search(r"\br < ", b)]
+        mask = re.fullmatch(re.escape(inner) + r"(rmask\w*) = r < " + re.escape(L), masks[0]) if len(masks) == 1 else None
+        if not body or body[0] != first or mask is None or any("roff" in b for b in body[1:]) \
+                or not any(offset.search(b) for b in body):
+            out.extend(lines[i:k])
+            i = k
+            continue
+        aligned = True
+        rest = [offset.sub("(xrowa + j)", b) for b in body[1:] if b is not masks[0]]
+        out.append(f"{ind}for roff in range(0, {L} + rs, RBLOCK):")
+        out.append(f"{inner}j = roff + tl.arange(0, RBLOCK)[None, :]")
+        out.append(f"{inner}r = j - rs")
+        out.append(f"{inner}if (roff >= rs) & (roff + RBLOCK <= {L} + rs):   # a step wholly inside the row")
+        out.append(f"{inner}    {mask.group(1)} = tl.full([1, RBLOCK], 1, tl.int1)")
+        out.extend("    " + b for b in rest)
+        out.append(f"{inner}else:")
+        out.append(f"{inner}    {mask.group(1)} = (r >= 0) & (r < {L})")
+        out.extend("    " + b for b in rest)
+        i = k
+    if not aligned:
+        return
+    at = next(n for n, line in enumerate(out) if line.strip().startswith("xmask = ")) + 1
+    pad = "    " * p.root.indent
+    out[at:at] = [f"{pad}xrows = {pid} * {L}",
+                  f"{pad}rs = xrows % 16   # the row's start past a 16-element boundary",
+                  f"{pad}xrowa = tl.multiple_of(xrows - rs, 16)"]
+    p.root.lines = out
 
 
 def _loads_and_stores(lines: list[str]) -> tuple[list[str], list[str], list[str]]:
