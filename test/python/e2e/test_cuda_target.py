@@ -214,6 +214,17 @@ def test_which_rows_stay_in_registers():
     assert not persistent_rows(50257, 2, bf16) and not persistent_rows(50258, 2, bf16)
     assert not persistent_rows(50264, 2, bf16, offset)
     assert persistent_rows(16384, 2, offset) and not persistent_rows(30001, 2, bf16)
+    # the same of fake tensors (the warm-up pass before a first call), without touching a
+    # data pointer (torch warns there, and will raise)
+    import warnings
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with warnings.catch_warnings(), mode:
+        warnings.simplefilter("error")
+        fake, fake_offset = mode.from_tensor(bf16), mode.from_tensor(offset)
+        assert persistent_rows(50264, 2, fake) and not persistent_rows(50264, 2, fake, fake_offset)
 
 
 def test_reductions_of_reductions(tmp_path):

@@ -104,7 +104,10 @@ def persistent_rows(lanes: int, elem_bytes: int, *tensors) -> bool:
         return True
     if lanes > (PERSISTENT_MAX if elem_bytes >= 4 else PERSISTENT_MAX_NARROW):
         return False
-    return lanes % (16 // min(max(elem_bytes, 1), 16)) == 0 and all(t.data_ptr() % 16 == 0 for t in tensors)
+    # (a tensor's start from its storage offset: its allocation is aligned, and the warm-up
+    # pass before a first call runs this on fake tensors, which have no data pointer)
+    return lanes % (16 // min(max(elem_bytes, 1), 16)) == 0 \
+        and all(t.storage_offset() * t.element_size() % 16 == 0 for t in tensors)
 
 
 LOOP_RBLOCK = 1024          # lanes a looped row program loads per step ...
