@@ -87,6 +87,7 @@ class _Emitter:
         self.launcher: list[str] = []                    # lines of launch()'s body
         self.materialized: dict = {}                     # tensor value -> (tensor name, contiguous)
         self.temp_count = 0
+        self.temp_bytes: dict[str, int] = {}   # temporary -> bytes of its element (_temporary)
         self.contraction_count = 0
         self.launcher_sizes_done: set = set()
         self.accumulate_into: dict = {}                  # contraction result -> its non-zero init
@@ -586,6 +587,7 @@ class _KernelCodegen(_Emitter):
         """A fresh temporary for `v`, allocated by the launcher (contiguous, or channels-last)."""
         name = f"t{self.temp_count}"
         self.temp_count += 1
+        self.temp_bytes[name] = T.element_bytes(_elem(v.type))
         sizes = self._launcher_sizes(v)
         layout = ""
         if channels_last:
@@ -1183,10 +1185,16 @@ class _KernelCodegen(_Emitter):
     def _loaded_bytes(self, p, widest: bool = False) -> int:
         """The narrowest element (bytes) of the kernel arguments program `p` reads or writes (a
         step of a looped program is sized by the bytes it loads); with `widest`, the widest
-        (what a persistent program holds per lane: launch.persistent_rows)."""
+        of the tensors it loads, temporaries included (what a persistent program holds per
+        lane: launch.persistent_rows)."""
+        if widest:
+            sizes = [self.temp_bytes.get(t, 4) if t.startswith("t") else
+                     T.element_bytes(T.type_name(self.k.memref(int(t[1:])).element_type))
+                     for t in p.tensor_params if t in p.loaded and re.fullmatch(r"[at]\d+", t)]
+            return max(sizes, default=4)
         sizes = [T.element_bytes(T.type_name(self.k.memref(int(t[1:])).element_type))
                  for t in p.tensor_params if re.fullmatch(r"a\d+", t)]
-        return (max if widest else min)(sizes, default=4)
+        return min(sizes, default=4)
 
     def _fixed_config(self, short: str) -> dict | None:
         """A launch config set on the kernel by hand: `lamina.triton_configs = {"<program>":

@@ -59,6 +59,7 @@ class _Program:
         # [max op, the max so far, used]: inside an online softmax loop (_online_softmax)
         self.max_override: list | None = None
         self.stores_lanes = False   # a looped program that stores per lane (re-reads its row)
+        self.loaded: set[str] = set()   # the tensors it loads from (launch.persistent_rows)
 
     # -- emission ---------------------------------------------------------------------------
     def fresh(self, prefix: str = "v") -> str:
@@ -160,6 +161,7 @@ class _Eval:
         if hit:
             return hit
         ptr = p.use_tensor(name)
+        p.loaded.add(name)
         block = {"flat": "[XBLOCK]", "tiled": "[YBLOCK, XBLOCK]"}.get(p.variant, "[XBLOCK, 1]")
         scalar = not re.search(r"\b[xr]\w*", off)
         m = self.mask_for(off, mask)
