@@ -84,7 +84,7 @@ def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
 
 PERSISTENT_MAX = 32768       # longest row (elements) a persistent program keeps in registers ...
 PERSISTENT_MAX_NARROW = 65536  # ... of 16-bit (or narrower) elements, its rows 16-byte aligned
-PERSISTENT_MAX_UNALIGNED = 16384  # ... of narrow elements, rows not 16-byte aligned
+PERSISTENT_MAX_UNALIGNED = 16384  # ... of rows not 16-byte aligned, of any element
 
 
 def persistent_rows(lanes: int, elem_bytes: int, *tensors) -> bool:

@@ -1485,7 +1485,8 @@ def _align_lane_loops(p: _Program, L: str, pid: str) -> None:
         inner = ind + "    "
         first = inner + "r = roff + tl.arange(0, RBLOCK)[None, :]"
         masks = [b for b in body if re.search(r"\br < ", b)]
-        mask = re.fullmatch(re.escape(inner) + r"(rmask\w*) = r < " + re.escape(L), masks[0]) if len(masks) == 1 else None
+        mask = re.fullmatch(re.escape(inner) + r"(rmask\w*) = r < " + re.escape(L), masks[0]) \
+            if len(masks) == 1 else None
         if not body or body[0] != first or mask is None or any("roff" in b for b in body[1:]) \
                 or not any(offset.search(b) for b in body):
             out.extend(lines[i:k])
@@ -1496,7 +1497,7 @@ def _align_lane_loops(p: _Program, L: str, pid: str) -> None:
         out.append(f"{ind}for roff in range(0, {L} + rs, RBLOCK):")
         out.append(f"{inner}j = roff + tl.arange(0, RBLOCK)[None, :]")
         out.append(f"{inner}r = j - rs")
-        out.append(f"{inner}if (roff >= rs) & (roff + RBLOCK <= {L} + rs):   # a step wholly inside the row")
+        out.append(f"{inner}if (roff >= rs) & (roff + RBLOCK <= {L} + rs):   # a step inside the row")
         out.append(f"{inner}    {mask.group(1)} = tl.full([1, RBLOCK], 1, tl.int1)")
         out.extend("    " + b for b in rest)
         out.append(f"{inner}else:")
