@@ -478,7 +478,8 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
-    p.add_argument("--sizes", default="small,large", help="comma-separated: small,large,gpu (default: small,large; gpu: the GPU-scale sizes)")
+    p.add_argument("--sizes", default="small,large", help="comma-separated: small,large,gpu,alt,odd (default: small,large; gpu: the GPU-scale "
+                        "sizes; alt, odd: other GPU-scale shapes, odd ones not multiples of 8)")
     p.add_argument("--repeat", type=int, default=20, help="timed samples per backend (default 20)")
     p.add_argument("--rounds", type=int, default=5,
                    help="interleaved rounds the samples are spread over (default 5; 1 = one backend after the other)")
