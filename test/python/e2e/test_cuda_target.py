@@ -189,7 +189,7 @@ def test_flat_programs_of_odd_sizes_peel_their_whole_blocks(tmp_path, dynamic):
     before = len(lamina.backend.reports())
     compiled = torch.compile(f, backend="lamina", dynamic=dynamic,
                              options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})
-    x = torch.randn(131, 129, device=DEVICE)          # 16899 elements: 16 whole blocks of 1024, a tail
+    x = torch.randn(131, 129, device=DEVICE)          # 16899 elements: whole blocks, then a tail
     x[0, 0], x[-1, -1], x[70, 3] = float("nan"), float("inf"), -float("inf")
     b, y = torch.randn(129, device=DEVICE), torch.randn(20000, device=DEVICE)[5:5 + 131 * 129].view(131, 129)
     for got, want in zip(compiled(x, b, y), f(x, b, y)):
