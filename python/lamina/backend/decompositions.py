@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from ..dialect.types import bf16_bits
 from .antialias_resize import (upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward, upsample_bilinear2d_aa,
                                upsample_bilinear2d_aa_backward)
 from .grid_sampling import grid_sampler_3d
@@ -35,9 +36,7 @@ def _rounded(value, dtype) -> float:
             return float(np.float16(f))
     if dtype == torch.float32 or not np.isfinite(f):
         return float(f)
-    bits = int(f.view(np.uint32))
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return float(np.uint32(bits).view(np.float32))
+    return float(np.uint32(int(bf16_bits(f)) << 16).view(np.float32))
 
 
 def _linspace(start, end, steps, *, dtype=None, layout=torch.strided, device=None, pin_memory=False):

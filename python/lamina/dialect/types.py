@@ -133,6 +133,18 @@ def element_bytes(name: str) -> int:
     return 1 if name == "i1" else int(re.fullmatch(r"[a-z]+(\d+)", name).group(1)) // 8
 
 
+def bf16_bits(values):
+    """f32 `values` rounded to bf16 as c10 and the GPU's `cvt.rn` round (to nearest, ties to
+    even; overflow to inf), as their 16 bits; a NaN stays a quiet NaN. numpy has no bf16."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    out = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    out[nan] = ((bits[nan] >> 16) | 0x0040).astype(np.uint16)
+    return out.reshape(np.shape(values))   # (ascontiguousarray makes a scalar 1-d)
+
+
 def torch_dtype_text(name: str) -> str:
     """`name_to_torch_dtype(name)` as generated code spells it, without importing torch (code
     generators run in compile workers, which do not load torch)."""

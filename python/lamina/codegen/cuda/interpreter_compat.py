@@ -38,8 +38,9 @@ def apply() -> None:
 
 
 def _round_bf16_to_nearest() -> None:
-    import numpy as np
     from triton.runtime import interpreter
+
+    from ...dialect.types import bf16_bits
 
     original = getattr(interpreter, "_convert_float", None)
     if original is None or getattr(original, "_lamina_bf16_fix", False):
@@ -50,11 +51,7 @@ def _round_bf16_to_nearest() -> None:
         if input_dtype != tl.float32 or output_dtype != tl.bfloat16 or \
                 rounding_mode not in (None, interpreter._ir.ROUNDING_MODE.RTNE):
             return original(input, input_dtype, output_dtype, rounding_mode)
-        bits = np.frombuffer(np.ascontiguousarray(input).tobytes(), dtype=np.uint32).astype(np.uint64)
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)   # ties to even
-        nan = (bits & 0x7FFFFFFF) > 0x7F800000
-        rounded[nan] = ((bits[nan] >> 16) | 0x0040).astype(np.uint16)                # stays a NaN
-        return rounded.reshape(np.shape(input))
+        return bf16_bits(input)
 
     convert_float._lamina_bf16_fix = True
     interpreter._convert_float = convert_float

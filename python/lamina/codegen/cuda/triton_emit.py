@@ -229,18 +229,11 @@ def _bf16_values(attr):
     if blob:
         bits = np.frombuffer(bytes.fromhex(blob.group(1)), dtype="<u2")
     else:
+        # (a printed decimal is within half a bf16 ulp of the value it printed: the nearest)
         words = [w for w in re.split(r"[\[\],\s]+", text[text.index("<") + 1:text.index("> :")]) if w]
-        bits = np.array([int(w, 16) if w.lower().startswith("0x") else _bf16_bits(float(w)) for w in words])
+        bits = np.array([int(w, 16) if w.lower().startswith("0x") else int(T.bf16_bits(float(w)))
+                         for w in words])
     return (bits.astype(np.uint32) << 16).view(np.float32).reshape(shape)
-
-
-def _bf16_bits(x: float) -> int:
-    """The bf16 nearest to `x` (ties to even), as its 16 bits: a printed decimal is within
-    half a bf16 ulp of the value it printed."""
-    import numpy as np
-
-    u = int(np.array([x], np.float32).view(np.uint32)[0])
-    return (u + 0x7FFF + ((u >> 16) & 1)) >> 16
 
 
 def _kernel_functions(module):
