@@ -1181,13 +1181,16 @@ class _KernelCodegen(_Emitter):
         of the tensors it loads, temporaries included (what a persistent program holds per
         lane: launch.persistent_rows)."""
         if widest:
-            sizes = [self.temp_bytes.get(t, 4) if t.startswith("t") else
-                     T.element_bytes(T.type_name(self.k.memref(int(t[1:])).element_type))
-                     for t in p.tensor_params if t in p.loaded and re.fullmatch(r"[at]\d+", t)]
-            return max(sizes, default=4)
-        sizes = [T.element_bytes(T.type_name(self.k.memref(int(t[1:])).element_type))
-                 for t in p.tensor_params if re.fullmatch(r"a\d+", t)]
-        return min(sizes, default=4)
+            return max((self._tensor_bytes(t) for t in p.tensor_params
+                        if t in p.loaded and re.fullmatch(r"[at]\d+", t)), default=4)
+        return min((self._tensor_bytes(t) for t in p.tensor_params if re.fullmatch(r"a\d+", t)), default=4)
+
+    def _tensor_bytes(self, t: str) -> int:
+        """Bytes of an element of kernel argument `a<i>` or temporary `t<i>` (taken as 4 where
+        _temporary did not make it)."""
+        if t.startswith("t"):
+            return self.temp_bytes.get(t, 4)
+        return T.element_bytes(T.type_name(self.k.memref(int(t[1:])).element_type))
 
     def _fixed_config(self, short: str) -> dict | None:
         """A launch config set on the kernel by hand: `lamina.triton_configs = {"<program>":
