@@ -6,9 +6,10 @@ interpreter, LAMINA_AUTOTUNE=0).
 The generated `launch()` calls `run_tuned(program, (rows, lanes), grid, args, configs,
 autotune, **meta)`: `configs` lists candidate {XBLOCK, num_warps} dicts, heuristic first;
 `grid(config)` gives the launch grid for one. Launches of fewer than TUNE_MIN_ELEMENTS
-elements are launch-bound and take the heuristic config untimed (no compile-time cost). Tuning times each candidate with CUDA events (after one warm-up
-launch that compiles it) and keeps the fastest; a program only reads its inputs and writes
-its outputs, so running it several times is harmless.
+elements are launch-bound and take the heuristic config untimed (no compile-time cost).
+Tuning times each candidate with CUDA events after an L2 flush (_time_configs: after one
+warm-up launch that compiles it) and keeps the fastest; a program only reads its inputs and
+writes its outputs, so running it several times is harmless.
 
 Tiered first launch: when a graph's first call compiles on the compile workers
 (PlanRunner.precompile), what is slow to compile and not needed for a first result goes to
@@ -64,11 +65,12 @@ def tiled_config(xsize: int, ysize: int) -> tuple[int, int, int]:
     return xb, yb, max(1, min(4, xb * yb // 256))
 
 
-def persistent_configs(rblock: int, rows: int | None = None) -> list[dict]:
-    """Rows per program (XBLOCK) and warps for a persistent row program with `rblock` lanes,
-    heuristic first (_persistent_tiles). With few `rows`, fewer rows per program, so that
-    every SM gets a program (128 rows of 256: 128 programs of 1 row, not 16 of 8)."""
-    tiles = _persistent_tiles(rblock)
+def persistent_configs(rblock: int, rows: int | None = None, elem_bytes: int = 4) -> list[dict]:
+    """Rows per program (XBLOCK) and warps for a persistent row program with `rblock` lanes
+    of at most `elem_bytes` each (the widest tensor it loads), heuristic first
+    (_persistent_tiles). With few `rows`, fewer rows per program, so that every SM gets a
+    program (128 rows of 256: 128 programs of 1 row, not 16 of 8)."""
+    tiles = _persistent_tiles(rblock, elem_bytes)
     if rows is None:
         return tiles
     sms = _sm_count()
@@ -187,11 +189,16 @@ def column_looped_configs(rows: int = 0) -> list[dict]:
     return first + rest
 
 
+PERSISTENT_BYTES_PER_THREAD = 128   # a persistent program's share of its rows per thread
+
+
 @functools.lru_cache(maxsize=None)
-def _persistent_tiles(rblock: int) -> list[dict]:
-    """Rows per program and warps for a persistent row program with `rblock` lanes:
-    about 2048 elements per program, 4 warps, first (longer rows: one a program, in 8 or 16
-    warps; at most 16384 elements a program, or one row); then the neighbours."""
+def _persistent_tiles(rblock: int, elem_bytes: int = 4) -> list[dict]:
+    """Rows per program and warps for a persistent row program with `rblock` lanes of
+    `elem_bytes`: about 2048 elements per program, in warps that give each thread
+    PERSISTENT_BYTES_PER_THREAD of them (4 to 16 warps), first (longer rows: one a
+    program, at most 16384 elements a program, or one row); then the other warp counts
+    and the neighbours."""
     x = max(1, min(64, 2048 // rblock))
     if rblock > 16384:
         # 32768 fp32 or 65536 16-bit lanes (persistent_rows): 16, 32 or 8 warps, never fewer
@@ -199,11 +206,16 @@ def _persistent_tiles(rblock: int) -> list[dict]:
         # / 8 warps: bf16 4096x50264 0.291 / 0.361 / 0.329; 1024x65536 0.154 / 0.127 / 0.122;
         # fp16 1024x65536 0.143 / 0.135 / 0.143; .device/ls32c.py)
         return [{"XBLOCK": 1, "num_warps": w} for w in (16, 32, 8)]
-    # longer rows in 16 warps (H100, softmax of 2048 x 8192 bf16 rows: 0.055 ms in 8 warps,
-    # 0.029 in 16; fp32 0.064 / 0.050; layer norms the same in 4 to 16)
-    warps_default = 4 if rblock * x <= 2048 else 8 if rblock * x <= 4096 else 16
-    cands = [(x, warps_default), (x, 8 if warps_default != 8 else 16), (max(1, x // 2), 4),
-             (min(64, x * 2), 8)]
+    # More warps than that only add threads that wait on the same row: H100, ms in 4 / 8 /
+    # 16 warps (.device/wp33.py): bf16 layer norm 3001x5001 0.042 / 0.043 / 0.053, softmax
+    # 2048x8191 0.031 / 0.033 / 0.034, 2048x8192 0.024 / 0.025 / 0.025, 4001x3001 0.022 /
+    # 0.022 / 0.026; fp32 layer norm 3001x5001 0.050 / 0.050 / 0.053, softmax 2048x8191
+    # 0.054 / 0.050 / 0.050, 4001x3001 0.035 / 0.035 / 0.036
+    threads = rblock * x * max(elem_bytes, 1) // PERSISTENT_BYTES_PER_THREAD
+    warps_default = min(16, max(4, threads // 32))
+    # (other counts where a thread keeps 8 to 64 elements of the rows)
+    cands = [(x, warps_default)] + [(x, w) for w in (4, 8, 16) if 8 <= rblock * x // (32 * w) <= 64] \
+        + [(max(1, x // 2), 4), (min(64, x * 2), 8)]
     out, seen = [], set()
     for xb, w in cands:
         if xb * rblock <= max(16384, rblock) and (xb, w) not in seen:
@@ -430,33 +442,68 @@ def wait_for_background_compiles(timeout: float | None = None) -> int:
 
 
 def _tune(program, key, grid, args, configs, meta) -> dict:
-    import torch
-
     hit = _disk_choice(program, key, configs, meta)
     if hit is not None:
         program.tuned[key] = hit
         return hit
     _compile_concurrently(program, grid, args, configs, meta)
-    best, best_ms = configs[0], float("inf")
-    for cfg in configs:
-        try:
-            program[grid(cfg)](*args, **meta, **cfg)   # compiles it
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(5):
-                program[grid(cfg)](*args, **meta, **cfg)
-            end.record()
-            end.synchronize()
-            ms = start.elapsed_time(end) / 5
-        except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
-            continue
-        if ms < best_ms:
-            best, best_ms = cfg, ms
+    times = _time_configs(program, grid, args, configs, meta)
+    best = min(times, key=times.get) if times else 0
+    best = configs[best]
     program.tuned[key] = best
     with _lock:
         _load_disk()[_disk_key(program, key, meta)] = best
         _save_disk()
     return best
+
+
+TUNE_ROUNDS = 7   # timed launches of each candidate, interleaved; the median counts
+
+
+def _time_configs(program, grid, args, configs, meta) -> dict[int, float]:
+    """{index in configs: median ms} of each candidate that compiles and runs. Each launch
+    is timed alone with CUDA events after the L2 cache is flushed (as the harness and
+    triton.testing.do_bench time kernels), through the program's own launcher where it
+    has one (Triton's launcher adds tens of microseconds of host time a launch, as long as
+    a short kernel); the candidates take turns, so that a clock change or a neighbour's
+    load on a shared GPU does not fall on one of them."""
+    import torch
+
+    fast = getattr(program, "_launch", None)
+
+    def launcher(cfg):
+        if fast is not None:
+            return lambda: fast(grid(cfg), args, {**meta, **cfg})
+        return lambda: program[grid(cfg)](*args, **meta, **cfg)
+
+    runs = {}
+    for i, cfg in enumerate(configs):
+        try:
+            launcher(cfg)()   # (compiles it, if the concurrent compile did not)
+        except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
+            continue
+        runs[i] = launcher(cfg)
+    if len(runs) < 2:
+        return {i: 0.0 for i in runs}
+    try:
+        l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        flush = torch.empty(2 * l2 // 4 + 1, dtype=torch.int32, device="cuda")
+    except torch.OutOfMemoryError:   # (timed with whatever the cache holds)
+        flush = torch.empty(0, dtype=torch.int32, device="cuda")
+    samples = {i: [] for i in runs}
+    events = []
+    for _ in range(TUNE_ROUNDS):
+        for i, run in runs.items():
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            events.append((i, start, end))
+    torch.cuda.synchronize()
+    for i, start, end in events:
+        samples[i].append(start.elapsed_time(end))
+    return {i: sorted(ms)[len(ms) // 2] for i, ms in samples.items()}
 
 
 def _disk_key(program, key, meta) -> str:

@@ -1165,9 +1165,10 @@ class _KernelCodegen(_Emitter):
                      f"RBLOCK=1 << (_split - 1).bit_length(), {index64}, num_warps=4)")
             cond = "elif"
         tensors = [a for a in info["call_args"] if re.fullmatch(r"a\d+", a)]
-        L.append(f"    {cond} persistent_rows(_lanes, {self._loaded_bytes(p, widest=True)}, {', '.join(tensors)}):")
+        widest = self._loaded_bytes(p, widest=True)
+        L.append(f"    {cond} persistent_rows(_lanes, {widest}, {', '.join(tensors)}):")
         L.append("        _rb = 1 << (_lanes - 1).bit_length()")
-        configs = f"[{fixed!r}]" if fixed else "persistent_configs(_rb, _rows)"
+        configs = f"[{fixed!r}]" if fixed else f"persistent_configs(_rb, _rows, {widest})"
         L.append(f"        run_tuned({p.name}, (_rows, _lanes), lambda c: ((_rows + c['XBLOCK'] - 1) // c['XBLOCK'],), "
                  f"({', '.join(info['call_args'])},), {configs}, _autotune, RBLOCK=_rb, {index64})")
         L.append("    else:")
