@@ -111,8 +111,11 @@ def found_in_the_cache(program):
     twins = twin.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=256)
     assert local == [] and kernel is not None and kernel.asm.get("cubin") and twins.hash == kernel.hash
     # another specialization, not requested, compiles here as usual (the hook defers)
-    program.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=128)
+    here = program.warmup(torch.float32, torch.float32, torch.float32, 1000, grid=(4,), XBLOCK=128)
     assert local == [me]
+    # the workers compile without line info (triton_compile.compile_environment), this
+    # process as Triton does by default
+    assert ".loc" not in kernel.asm["ptx"] and ".loc" in here.asm["ptx"]
 
 
 def failure_left_to_the_launch(program):
@@ -154,6 +157,22 @@ def warm_up_while_booting(requests) -> None:
     assert "warmed up lamina.codegen.cuda.triton_compile" in log and "failed" not in log, log
     after = set(os.listdir(cache)) if os.path.isdir(cache) else set()
     assert after == before, (before, after)
+
+
+def test_workers_compile_without_line_info_unless_asked(monkeypatch):
+    from lamina.codegen.cuda.triton_compile import LINE_INFO_ENV, compile_environment
+
+    monkeypatch.delenv("TRITON_DISABLE_LINE_INFO", raising=False)
+    monkeypatch.delenv(LINE_INFO_ENV, raising=False)
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/some/ptxas")
+    env = compile_environment()
+    assert env["TRITON_DISABLE_LINE_INFO"] == "1" and env["TRITON_PTXAS_PATH"] == "/some/ptxas"
+    assert "TRITON_CACHE_DIR" in env
+    monkeypatch.setenv(LINE_INFO_ENV, "1")
+    assert "TRITON_DISABLE_LINE_INFO" not in compile_environment()
+    monkeypatch.delenv(LINE_INFO_ENV)
+    monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "0")   # the user's own setting wins
+    assert compile_environment()["TRITON_DISABLE_LINE_INFO"] == "0"
 
 
 def _run(check: str) -> None:
