@@ -49,3 +49,32 @@ func.func @res(%x: tensor<32x64xf32>, %w: tensor<64x48xf32>, %r: tensor<32x48xf3
 // CHECK: [[R:v[0-9]+]] = tl.load(a2 + xoff, mask=xmask, other=0)
 // CHECK: [[P]] + [[R]]
 // CHECK: c0 = torch.mm(a0, a1)
+
+// bf16 with a symbolic row count: the launcher cannot know the product aligned and small,
+// so it goes through aligned_blas (zero-padded copies where K or N is not a multiple of 8:
+// cuBLAS's tensor-core kernels need 16-byte aligned rows), whose result may be a view with
+// padded rows: the program reads it through its strides.
+func.func @res16(%x: tensor<?x60xbf16, ["s0"]>, %w: tensor<60x44xbf16>, %r: tensor<?x44xbf16, ["s0"]>) -> tensor<?x44xbf16, ["s0"]> attributes {lamina.graph} {
+  %0 = "lamina.matmul"(%x, %w) : (tensor<?x60xbf16, ["s0"]>, tensor<60x44xbf16>) -> tensor<?x44xbf16, ["s0"]>
+  %1 = "lamina.add"(%0, %r) : (tensor<?x44xbf16, ["s0"]>, tensor<?x44xbf16, ["s0"]>) -> tensor<?x44xbf16, ["s0"]>
+  return %1 : tensor<?x44xbf16, ["s0"]>
+}
+
+// CHECK-LABEL: # ---- res16_kernel_0
+// CHECK: def g0_flat(c0, {{.*}}c0_stride0, c0_stride1,
+// CHECK: tl.load(c0 + ((x0 * c0_stride0) + (x1 * c0_stride1))
+// CHECK: def launch(
+// CHECK: c0 = aligned_mm(a0, a1)
+
+// The same with static sizes whose rows are aligned (K = 64, N = 48): torch.mm, read as
+// a contiguous product.
+func.func @res16s(%x: tensor<32x64xbf16>, %w: tensor<64x48xbf16>, %r: tensor<32x48xbf16>) -> tensor<32x48xbf16> attributes {lamina.graph} {
+  %0 = "lamina.matmul"(%x, %w) : (tensor<32x64xbf16>, tensor<64x48xbf16>) -> tensor<32x48xbf16>
+  %1 = "lamina.add"(%0, %r) : (tensor<32x48xbf16>, tensor<32x48xbf16>) -> tensor<32x48xbf16>
+  return %1 : tensor<32x48xbf16>
+}
+
+// CHECK-LABEL: # ---- res16s_kernel_0
+// CHECK: tl.load(c0 + xoff
+// CHECK: def launch(
+// CHECK: c0 = torch.mm(a0, a1)

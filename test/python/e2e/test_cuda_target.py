@@ -618,3 +618,87 @@ def test_precompile_compiles_every_program_before_the_first_call(monkeypatch, tm
     main = threading.main_thread().name
     assert main not in calls, calls
     assert (len(calls) >= 4) if in_process else (calls == []), calls
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["linear", "mm"])
+def test_16bit_products_of_unaligned_rows_run_on_padded_copies(monkeypatch, bias):
+    """bf16 products whose K or N is not a multiple of 8 run on zero-padded copies
+    (aligned_blas: cuBLAS's tensor-core kernels need 16-byte aligned rows); the result, a
+    view of the padded product, is read through its strides by the program after it.
+    Forced at a small size here (PAD_MIN_MACS, at run time; the sizes are symbolic, so the
+    launcher cannot know the product small); nn.Linear (addmm) and a plain mm + epilogue."""
+    import lamina.codegen.cuda.aligned_blas as blas
+
+    monkeypatch.setattr(blas, "PAD_MIN_MACS", 0)
+    monkeypatch.setattr(blas, "PAD_MIN_ROWS", 0)
+    padded = []
+    real = blas._padded
+    monkeypatch.setattr(blas, "_padded", lambda t, r, c: padded.append((tuple(t.shape), r, c)) or real(t, r, c))
+    model = torch.nn.Sequential(torch.nn.Linear(13, 22, bias=bias), torch.nn.ReLU(),
+                                torch.nn.Linear(22, 5, bias=bias)).to(torch.bfloat16)
+    model, (x,) = _on(model, (torch.randn(9, 13),))
+    x = x.to(torch.bfloat16)
+    before = len(lamina.backend.reports())
+    with torch.no_grad():
+        got, want = _compiled(model, dynamic=True)(x), model(x)
+    _assert_cuda_records(before)
+    assert got.dtype == torch.bfloat16 and got.shape == (9, 5)
+    torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=2e-2)
+    # 13 -> 16 along K of the first product, 22 -> 24 and 5 -> 8 along the second's K and N
+    assert (9, 16) in [(r, c) for _, r, c in padded] and (24, 8) in [(r, c) for _, r, c in padded], padded
+
+
+def test_aligned_products_keep_their_operands():
+    import lamina.codegen.cuda.aligned_blas as blas
+
+    a = torch.randn(64, 32, dtype=torch.bfloat16)
+    w = torch.randn(40, 32, dtype=torch.bfloat16)
+    assert blas._padding(a, w.t()) is None   # K = 32, N = 40: rows 16-byte aligned
+    assert blas._padding(a.float(), w.t().float()) is None   # fp32: cuBLAS reads any rows
+    big = torch.empty(4096, 2001, dtype=torch.bfloat16)
+    assert blas._padding(big, torch.empty(2001, 1000, dtype=torch.bfloat16)) == (4096, 2008, 1000)
+    # a few rows against a large weight: copying the weight would cost more than it saves
+    assert blas._padding(big[:16], torch.empty(2001, 9000, dtype=torch.bfloat16)) is None
+    # A read by columns (a transposed view): its leading dimension M is padded too
+    assert blas._padding(torch.empty(2001, 3001, dtype=torch.bfloat16).t(),
+                         torch.empty(2001, 1000, dtype=torch.bfloat16)) == (3008, 2008, 1000)
+    # the transposed view of a padded weight stays transposed: rows 16 bytes apart
+    p = blas._padded(torch.randn(7, 13, dtype=torch.bfloat16).t(), 16, 8)
+    assert p.shape == (16, 8) and p.stride() == (1, 16)
+    # the padded product's [M, N] view equals the product, with either operand order
+    x, w = torch.randn(21, 13, dtype=torch.bfloat16), torch.randn(11, 13, dtype=torch.bfloat16)
+    bias = torch.randn(11, dtype=torch.bfloat16)
+    for a in (x, x.t().contiguous().t()):
+        got = blas._result(torch.mm(blas._padded(a, 24, 16), blas._padded(w.t(), 16, 16)), 21, 11, None)
+        assert got.shape == (21, 11)
+        torch.testing.assert_close(got, torch.mm(a, w.t()))
+    out = torch.empty(21, 11, dtype=torch.bfloat16)
+    ref = torch.addmm(bias, x, w.t())
+    import unittest.mock as mock
+    with mock.patch.object(blas, "PAD_MIN_MACS", 0), mock.patch.object(blas, "PAD_MIN_ROWS", 0):
+        assert blas._padding(x, w.t()) == (21, 16, 16)
+        assert blas.aligned_addmm(bias, x, w.t(), out=out) is out
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(blas.aligned_mm(x.t().contiguous().t(), w.t()), torch.mm(x, w.t()))
+
+
+def test_16bit_batched_products_of_unaligned_rows_run_on_padded_copies(monkeypatch):
+    """torch.bmm through aligned_blas too: a batch of bf16 products with K = 13, N = 7."""
+    import lamina.codegen.cuda.aligned_blas as blas
+
+    monkeypatch.setattr(blas, "PAD_MIN_MACS", 0)
+    monkeypatch.setattr(blas, "PAD_MIN_ROWS", 0)
+    padded = []
+    real = blas._padded
+    monkeypatch.setattr(blas, "_padded", lambda t, r, c: padded.append((tuple(t.shape), r, c)) or real(t, r, c))
+
+    def f(x, y):
+        return torch.relu(torch.bmm(x, y)) * 2.0
+
+    x, y = (torch.randn(3, 10, 13, device=DEVICE).to(torch.bfloat16),
+            torch.randn(3, 13, 7, device=DEVICE).to(torch.bfloat16))
+    before = len(lamina.backend.reports())
+    got = _compiled(f, dynamic=True)(x, y)
+    _assert_cuda_records(before)
+    torch.testing.assert_close(got.float(), f(x, y).float(), rtol=2e-2, atol=2e-2)
+    assert [(r, c) for _, r, c in padded] == [(10, 16), (16, 8)], padded
