@@ -10,7 +10,8 @@ for index arguments), in their order.
 How a kernel becomes Triton programs:
 
 * Contractions (linalg.matmul / batch_matmul / contraction generics) run on the vendor BLAS
-  through torch (`torch.matmul` or `torch.einsum` on views of their operands) into a
+  through torch (`torch.matmul` or `torch.einsum` on views of their operands; 16-bit
+  products whose rows may be unaligned through aligned_blas, on padded copies) into a
   temporary; the rest of the kernel reads that temporary like an input. Operands that are not
   views of kernel arguments are first materialized by a Triton program.
 * Every other value is computed where it is stored: each stored result is an expression of
@@ -341,7 +342,7 @@ def _may_pad(c) -> bool:
     static = lambda t, d: None if t.is_dynamic_dim(d) else t.get_dim_size(d)  # noqa: E731
     dims = [static(a, a.rank - 2), static(a, a.rank - 1), static(b, b.rank - 1)] + \
         ([static(a, 0)] if a.rank == 3 else [])
-    m, k, n = dims[:3]
+    k, n = dims[1], dims[2]
     per_row = aligned_blas.ALIGN_BYTES // 2
     if k is not None and n is not None and k % per_row == 0 and n % per_row == 0:
         return False
