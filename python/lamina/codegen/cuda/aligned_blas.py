@@ -71,13 +71,20 @@ def _result(product, m: int, n: int, out):
     return out
 
 
-def _padded_product(op, a, b, out):
+def _padded_product(op, a, b, out, bias=None):
+    """op([bias, ]a, b[, out=out]); on padded copies (the bias too) where _padding says so."""
+    import torch.nn.functional as F
+
     pad = _padding(a, b)
     if pad is None:
-        return op(a, b) if out is None else op(a, b, out=out)
+        args = (a, b) if bias is None else (bias, a, b)
+        return op(*args) if out is None else op(*args, out=out)
     mp, kp, np_ = pad
     m, n = a.shape[-2], b.shape[-1]
-    return _result(op(_padded(a, mp, kp), _padded(b, kp, np_)), m, n, out)
+    args = (_padded(a, mp, kp), _padded(b, kp, np_))
+    if bias is not None:
+        args = (F.pad(bias, (0, np_ - n)), *args)
+    return _result(op(*args), m, n, out)
 
 
 def aligned_mm(a, b, out=None):
@@ -98,11 +105,5 @@ def aligned_addmm(bias, a, b, out=None):
     """torch.addmm(bias, a, b[, out=out]) (bias: [N]), on padded copies where a row would be
     unaligned."""
     import torch
-    import torch.nn.functional as F
 
-    pad = _padding(a, b)
-    if pad is None:
-        return torch.addmm(bias, a, b) if out is None else torch.addmm(bias, a, b, out=out)
-    mp, kp, np_ = pad
-    m, n = a.shape[0], b.shape[1]
-    return _result(torch.addmm(F.pad(bias, (0, np_ - n)), _padded(a, mp, kp), _padded(b, kp, np_)), m, n, out)
+    return _padded_product(torch.addmm, a, b, out, bias)

@@ -448,8 +448,7 @@ def _tune(program, key, grid, args, configs, meta) -> dict:
         return hit
     _compile_concurrently(program, grid, args, configs, meta)
     times = _time_configs(program, grid, args, configs, meta)
-    best = min(times, key=times.get) if times else 0
-    best = configs[best]
+    best = configs[min(times, key=times.get)] if times else configs[0]
     program.tuned[key] = best
     with _lock:
         _load_disk()[_disk_key(program, key, meta)] = best
@@ -478,11 +477,12 @@ def _time_configs(program, grid, args, configs, meta) -> dict[int, float]:
 
     runs = {}
     for i, cfg in enumerate(configs):
+        run = launcher(cfg)
         try:
-            launcher(cfg)()   # (compiles it, if the concurrent compile did not)
+            run()   # (compiles it, if the concurrent compile did not)
         except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
             continue
-        runs[i] = launcher(cfg)
+        runs[i] = run
     if len(runs) < 2:
         return {i: 0.0 for i in runs}
     try:
