@@ -704,6 +704,24 @@ irdl.dialect @lamina {
     irdl.operands(x: %x, n: %n)
     irdl.results(result: %result)
   }
+  // igamma_series(a, v, active) {kind}: one of the sums the regularized incomplete gamma
+  // functions are made of (torch.igamma / igammac; ATen's calc_igamma, after SciPy), elementwise
+  // with broadcasting, a, v of one float type, active i1: kind lower_series (v = x: DLMF 8.11.4's
+  // power series 1 + x/(a+1) + ...), upper_series (v = x: the sum of (-x)^n / (n! (a + n)),
+  // n >= 1, DLMF 8.7.3), continued_fraction (v = x: DLMF 8.9.2's fraction), each a loop per
+  // element until its term is below the type's epsilon (at most 2000 steps), or asymptotic
+  // (v = eta: Temme's sum over k of c_k(eta) / a^k, DLMF 8.12.3, while its terms shrink).
+  // Where active is false the loop runs no step and the result is unspecified.
+  irdl.operation @igamma_series {
+    %a = irdl.base "!builtin.tensor"
+    %v = irdl.base "!builtin.tensor"
+    %active = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kind_attr = irdl.base "#builtin.string"
+    irdl.attributes { "kind" = %kind_attr }
+    irdl.operands(a: %a, v: %v, active: %active)
+    irdl.results(result: %result)
+  }
   // ---- Library calls: one result of a dense linear-algebra routine (LAPACK / cuSOLVER
   // through torch's own operator `callee`, e.g. "aten._linalg_svd.default"), called on the
   // kernel's buffers (codegen/library_calls.py). `arguments`: the call's arguments as a JSON

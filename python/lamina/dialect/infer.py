@@ -173,6 +173,21 @@ def _orthogonal_polynomial(name, ts, attrs):
     return T.tensor_type(broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1])), ex)
 
 
+IGAMMA_SERIES = ("lower_series", "upper_series", "continued_fraction", "asymptotic")
+
+
+@rule("igamma_series")
+def _igamma_series(name, ts, attrs):
+    if attrs.get("kind") not in IGAMMA_SERIES:
+        raise ShapeError(f"igamma_series: unknown kind {attrs.get('kind')!r}")
+    ea, ev, eb = (ir.RankedTensorType(t).element_type for t in ts)
+    if not T.is_float(ea) or ea != ev:
+        raise ShapeError(f"igamma_series takes a and v of one float type, got {ea} and {ev}")
+    if not T.is_bool(eb):
+        raise ShapeError(f"igamma_series: active must be i1, got {eb}")
+    return T.tensor_type(broadcast_shapes(*(T.dims_of(t) for t in ts)), ea)
+
+
 @rule(*DIVISION_OPS)
 def _division(name, ts, attrs):
     shape = broadcast_shapes(T.dims_of(ts[0]), T.dims_of(ts[1]))

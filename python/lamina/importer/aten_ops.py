@@ -1183,4 +1183,4 @@ __all__ = ["CONVERTERS", "Converter", "register", "bind", "constant", "constant_
 _ = math  # (kept for converters that need inf/nan constants)
 
 # Op families in modules of their own (they register into CONVERTERS on import).
-from . import activations, attention, contractions, convolution, elementwise_ops, index_reductions, indexing, layout_ops, library_calls, logical_reductions, norms, orthogonal_polynomials, pooling, quantization, random_ops, scans, series_functions, sorting, special_functions  # noqa: E402,F401
+from . import activations, attention, contractions, convolution, elementwise_ops, incomplete_gamma, index_reductions, indexing, layout_ops, library_calls, logical_reductions, norms, orthogonal_polynomials, pooling, quantization, random_ops, scans, series_functions, sorting, special_functions  # noqa: E402,F401

@@ -70,11 +70,40 @@ def _sinpi_tanpi_arg(x, et):
 
 # ---- lgamma -----------------------------------------------------------------------------------
 
-_STIRLING = [1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188]
+_STIRLING = [1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188, -691.0 / 360360, 1.0 / 156, -3617.0 / 122400]
+
+
+# zeta(k) - 1 for k = 2..30 (mpmath): lgamma(2 + t) = (1 - gamma) t + sum_k (-1)^k (zeta(k) - 1) t^k / k
+_ZETA_MINUS_1 = [0.6449340668482264, 0.2020569031595943, 0.08232323371113819, 0.03692775514336993,
+                 0.01734306198444914, 0.008349277381922827, 0.00407735619794434, 0.0020083928260822143,
+                 0.0009945751278180853, 0.0004941886041194645, 0.0002460865533080483, 0.00012271334757848915,
+                 6.124813505870483e-05, 3.058823630702049e-05, 1.528225940865187e-05, 7.637197637899763e-06,
+                 3.81729326499984e-06, 1.908212716553939e-06, 9.539620338727962e-07, 4.769329867878064e-07,
+                 2.38450502727733e-07, 1.1921992596531106e-07, 5.960818905125948e-08, 2.980350351465228e-08,
+                 1.4901554828365043e-08, 7.45071178983543e-09, 3.725334024788457e-09, 1.862659723513049e-09,
+                 9.313274324196682e-10]
+_ONE_MINUS_EULER_GAMMA = 0.42278433509846713
+
+
+def _lgamma_near_1_and_2(z, et):
+    """lgamma(z) for 1/2 <= z < 7/2 from the Taylor series at 2 (terms below 4^-k / k) in
+    t = z - 1, z - 2 or z - 3 (exact) with log z or log(z - 1) to shift: the Stirling form's
+    shift cancels near the zeros at 1 and 2 (1e-10 relative error there)."""
+    below, above = ops.lt(z, _c(1.5, et)), ops.ge(z, _c(2.5, et))
+    t = ops.sub(z, ops.where(below, _c(1.0, et), ops.where(above, _c(3.0, et), _c(2.0, et))))
+    coefficients = [0.0, _ONE_MINUS_EULER_GAMMA] + [(-1) ** k * c / k for k, c in enumerate(_ZETA_MINUS_1, start=2)]
+    value = _poly(t, coefficients, et)   # lgamma(2 + t)
+    shift = ops.where(below, ops.neg(ops.log(z)), ops.where(above, ops.log(ops.sub(z, _c(1.0, et))), _c(0.0, et)))
+    return ops.add(value, shift)
 
 
 def _lgamma_positive(z, et):
     """lgamma(z) for z >= 0.5."""
+    return ops.where(ops.lt(z, _c(3.5, et)), _lgamma_near_1_and_2(z, et), _lgamma_stirling(z, et))
+
+
+def _lgamma_stirling(z, et):
+    """lgamma(z) for z >= 0.5: Stirling's series at z + 8 below 8."""
     small = ops.lt(z, _c(8.0, et))
     product = z
     for k in range(1, 8):

@@ -1342,5 +1342,5 @@ def run(module: ir.Module, **options) -> None:
 
 # Op families in modules of their own (they register into _LOWERINGS on import).
 from . import convolution  # noqa: E402,F401
-from . import airy, indirect, integer_loops, library_calls, orthogonal_polynomials, sorting  # noqa: E402,F401
+from . import airy, incomplete_gamma, indirect, integer_loops, library_calls, orthogonal_polynomials, sorting  # noqa: E402,F401
 from . import random  # noqa: E402,F401

@@ -235,3 +235,61 @@ def test_loops_per_element_fused_into_reductions():
     out = torch.compile(fn, backend="lamina", options={"strict": True})(x, n)
     for o, w in zip(out, fn(x, n)):
         torch.testing.assert_close(o, w, rtol=1e-5, atol=1e-5)
+
+
+# igamma / igammac: a down the rows, x along the columns, so every regime of ATen's
+# calc_igamma(c) meets: the boundaries (0, inf, negative, NaN), Temme's expansion for
+# 20 < a < 200 and for a > 200 near x, the power series, the series of DLMF 8.7.3 (x <= 1.1),
+# the continued fraction (x > 1.1), a prefactor that underflows to 0 (a = 1000, x small)
+_IGAMMA_A = [0.0, 1e-3, 0.3, 0.5, 1.0, 2.5, 10.0, 25.0, 50.0, 150.0, 250.0, 1000.0, 5e4, math.inf, -1.0, math.nan]
+_IGAMMA_X = [0.0, 1e-4, 0.2, 0.5, 0.8, 1.05, 1.5, 3.0, 9.0, 24.0, 30.0, 55.0, 160.0, 240.0, 260.0, 1100.0, 5.01e4,
+             math.inf, -2.0, math.nan]
+
+
+@pytest.mark.parametrize("fn", [torch.igamma, torch.special.gammaincc], ids=["igamma", "igammac"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["f64", "f32", "bf16"])
+def test_incomplete_gamma_matches_eager(fn, dtype):
+    a = torch.tensor(_IGAMMA_A, dtype=dtype)[:, None]
+    x = torch.tensor(_IGAMMA_X, dtype=dtype)
+    if dtype == torch.bfloat16:
+        a, x = a.float().clamp(max=2000).to(dtype), x.float().clamp(max=2000).to(dtype)
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(a, x)
+    want = fn(a, x)
+    assert out.shape == want.shape and out.dtype == want.dtype
+    if dtype == torch.float64:
+        torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-300, equal_nan=True)
+        return
+    if dtype == torch.float32:
+        # a > 200 near x: Temme's eta^2 / 2 = sigma - log1p(sigma) cancels (eta ~ 1e-3), so eager
+        # and lamina carry float32's log1p rounding (1e-5 relative, either way) against float64
+        exact = fn(a.double(), x.double())
+        near = (a > 200) & ((x - a).abs() / a < 4.5 / a.sqrt())
+        torch.testing.assert_close(out[~near], want[~near], rtol=2e-6, atol=1e-7, equal_nan=True)
+        torch.testing.assert_close(out[near].double(), exact[near], rtol=5e-5, atol=0.0)
+        assert near.any()
+        return
+    torch.testing.assert_close(out, want, equal_nan=True)
+
+
+def test_incomplete_gamma_fused_and_broadcast():
+    """igamma in a chain with other pointwise ops, a 0-d a, and its complement summing to 1."""
+    fn = lambda a, x: (torch.igamma(a, x) + torch.igammac(a, x), torch.igamma(a, x * 2).exp() * x)  # noqa: E731
+    a = torch.tensor(3.5, dtype=torch.float64)
+    x = torch.rand(5, 7, generator=_G, dtype=torch.float64) * 10
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="lamina", options={"strict": True})(a, x)
+    for o, w in zip(out, fn(a, x)):
+        torch.testing.assert_close(o, w, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(out[0], torch.ones_like(x))
+
+
+def test_lgamma_near_its_zeros():
+    """lgamma near 1 and 2 (the Taylor series at 2) and across the series/Stirling switch at 3.5
+    and 8, to a few ulp of eager's (glibc's) in float64."""
+    z = torch.cat([torch.linspace(0.5, 9.0, 4001, dtype=torch.float64),
+                   torch.tensor([1.0 - 1e-9, 1.0 + 1e-9, 2.0 - 1e-9, 2.0 + 1e-9, 1.5, 2.5, 3.5], dtype=torch.float64)])
+    torch._dynamo.reset()
+    out = torch.compile(torch.lgamma, backend="lamina", options={"strict": True})(z)
+    want = torch.lgamma(z)
+    assert bool(((out - want).abs() <= 1e-14 * want.abs() + 1e-300).all()), (out - want).abs().max()
