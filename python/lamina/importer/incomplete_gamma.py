@@ -37,7 +37,9 @@ _LANCZOS_DENOM = [1.0, 66.0, 1925.0, 32670.0, 357423.0, 2637558.0, 13339535.0, 4
                   150917976.0, 120543840.0, 39916800.0, 0.0]
 _LANCZOS_G = 6.024680040776729583740234375
 _MAX_LOG = {"f32": 88.72283905206835, "f64": 7.09782712893383996843e2}
-_PI_F32 = float(np.float32(math.pi))   # (ATen's sqrt(2 pi a) takes c10::pi<float> for every type)
+# sqrt(2 pi a) in Temme's term: ATen's CPU kernel takes c10::pi<float> for every type (float64
+# results 1e-10 off there), its CUDA kernel pi in the computation's type: each device's value
+_PI_CPU = float(np.float32(math.pi))
 
 
 def _not_float(node):
@@ -92,7 +94,7 @@ def _erfc(x, et):
     return ops.where(ops.lt(x, _c(0.5, et)), near, tail)
 
 
-def _incomplete_gamma(a, x, et, upper: bool):
+def _incomplete_gamma(a, x, et, upper: bool, pi: float):
     c = lambda v: _c(v, et)   # noqa: E731
     nan = c(math.nan)
     is_nan = ops.logical_or(ops.ne(a, a), ops.ne(x, x))
@@ -123,7 +125,7 @@ def _incomplete_gamma(a, x, et, upper: bool):
     uniform = ops.add(
         ops.mul(c(0.5), _erfc(ops.mul(c(sgn), ops.mul(eta, ops.sqrt(ops.div(a, c(2.0))))), et)),
         ops.div(ops.mul(c(sgn), ops.mul(ops.exp(ops.mul(c(-0.5), ops.mul(a, ops.mul(eta, eta)))), temme)),
-                ops.sqrt(ops.mul(c(2.0 * _PI_F32), a))))
+                ops.sqrt(ops.mul(c(2.0 * pi), a))))
     series = ops.logical_and(regular, ops.logical_not(near))
 
     # which sum: P's power series (as is or as 1 - P), Q's series or the continued fraction
@@ -168,7 +170,9 @@ def _incomplete_gamma(a, x, et, upper: bool):
 def _converter(upper: bool):
     def convert(imp, node, a):
         want, et, s, x = _binary_floats(node, a)
-        return cast(_incomplete_gamma(s, x, et, upper), want)
+        val = node.meta.get("val")
+        pi = _PI_CPU if val is None or val.device.type == "cpu" else math.pi
+        return cast(_incomplete_gamma(s, x, et, upper, pi), want)
     return convert
 
 
