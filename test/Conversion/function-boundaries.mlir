@@ -47,3 +47,36 @@ llvm.func @entry(%a: !llvm.ptr) {
   llvm.call @g_kernel_0(%a) : (!llvm.ptr) -> ()
   llvm.return
 }
+
+// RUN: lamina-opt %s --split-input-file --lamina-inline-c-interface-targets | FileCheck %s --check-prefix=INLINE
+// -----
+// The graph function is inlined into its C interface wrapper and dropped (LLVM's
+// interprocedural passes would track each of its thousands of arguments before inlining it);
+// kernels (no_inline) and other functions keep their calls, and keep their attributes.
+// INLINE-NOT:    llvm.func internal @h(
+// INLINE-LABEL:  llvm.func internal @h_kernel_0(
+// INLINE-SAME:   no_inline
+// INLINE-LABEL:  llvm.func internal @h_helper(
+// INLINE-NOT:    no_inline
+// INLINE-LABEL:  llvm.func @_mlir_ciface_h(
+// INLINE:          %[[N:.*]] = llvm.load
+// INLINE:          llvm.call @h_kernel_0(%[[N]])
+// INLINE:          llvm.call @h_helper(%[[N]])
+// INLINE-NOT:      llvm.call @h(
+// INLINE:          llvm.return
+llvm.func internal @h(%n: i64) {
+  llvm.call @h_kernel_0(%n) : (i64) -> ()
+  llvm.call @h_helper(%n) : (i64) -> ()
+  llvm.return
+}
+llvm.func internal @h_kernel_0(%n: i64) attributes {lamina.kernel = 0 : i64, no_inline} {
+  llvm.return
+}
+llvm.func internal @h_helper(%n: i64) {
+  llvm.return
+}
+llvm.func @_mlir_ciface_h(%p: !llvm.ptr) {
+  %n = llvm.load %p : !llvm.ptr -> i64
+  llvm.call @h(%n) : (i64) -> ()
+  llvm.return
+}

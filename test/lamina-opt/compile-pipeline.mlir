@@ -13,7 +13,9 @@
 // OUTLINE: call @g_kernel_0
 // OUTLINE: func.func @g_kernel_0(
 // OUTLINE-SAME: lamina.kernel_kind = "reduction"
-// LLVM: llvm.func internal @g(
+// LLVM: llvm.func @_mlir_ciface_g(
+// LLVM: llvm.call @g_kernel_0(
+// LLVM: llvm.func internal @g_kernel_0(
 // LLVM-NOT: "lamina.
 // STAGE: error: lamina-compile failed: unknown stage 'nowhere'; stages: graph, fuse
 // FAULT: error: {{.*}}LAMINA_FAULT: injected failure at stage 'linalg'

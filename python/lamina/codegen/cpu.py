@@ -146,11 +146,12 @@ def pipeline_steps(pipeline: str) -> list:
     (codegen/conv_library.py), `copies_to_loops`, `expands_to_reinterpret_casts` and
     `strided_gathers_to_unit_stride`;
     in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py) and
-    `internalize_c_interface_targets` and `kernels_out_of_line` (codegen/function_boundaries.py)."""
+    `internalize_c_interface_targets`, `kernels_out_of_line` and `inline_c_interface_targets`
+    (codegen/function_boundaries.py)."""
     from .bf16_memory import bf16_memory_as_i16
-    from .function_boundaries import internalize_c_interface_targets, kernels_out_of_line
+    from .function_boundaries import inline_c_interface_targets, internalize_c_interface_targets, kernels_out_of_line
 
-    llvm_steps = [bf16_memory_as_i16, internalize_c_interface_targets, kernels_out_of_line]
+    llvm_steps = [bf16_memory_as_i16, internalize_c_interface_targets, kernels_out_of_line, inline_c_interface_targets]
 
     passes = _top_level_passes(pipeline)
     names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]

@@ -7,11 +7,12 @@ import torch
 
 import lamina.backend
 from lamina.backend import LaminaFallbackWarning
+from lamina.testing.opaque import OPAQUE_OP, opaque_scale
 
 
-def with_igamma(x):
-    # aten.igamma has no lamina lowering: it runs eagerly between two compiled parts.
-    return torch.special.gammainc(torch.sin(x) * 2.0 + 3.0, x.abs()) + torch.cos(x)
+def with_opaque(x):
+    # an op lamina has no lowering for: it runs eagerly between two compiled parts
+    return opaque_scale(torch.sin(x) * 2.0 + 3.0) + torch.cos(x)
 
 
 def test_unsupported_op_falls_back_with_a_warning(tmp_path, monkeypatch):
@@ -22,14 +23,14 @@ def test_unsupported_op_falls_back_with_a_warning(tmp_path, monkeypatch):
     x = torch.randn(6, 10)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = torch.compile(with_igamma, backend="lamina")(x)
-    torch.testing.assert_close(out, with_igamma(x), rtol=1e-4, atol=1e-5)
+        out = torch.compile(with_opaque, backend="lamina")(x)
+    torch.testing.assert_close(out, with_opaque(x), rtol=1e-4, atol=1e-5)
     fallback_warnings = [w for w in caught if issubclass(w.category, LaminaFallbackWarning)]
     assert len(fallback_warnings) == 1
-    assert "aten.igamma" in str(fallback_warnings[0].message)
+    assert "lamina_testing.opaque_scale" in str(fallback_warnings[0].message)
     record = json.loads(report_file.read_text().splitlines()[-1])
-    assert record["fallback_ops"] == ["aten.igamma.default"]
-    assert record["kernels"] >= 1, "the supported ops around igamma should still be compiled"
+    assert record["fallback_ops"] == [OPAQUE_OP]
+    assert record["kernels"] >= 1, "the supported ops around it should still be compiled"
     assert 0 < record["ops_compiled"] < record["ops_total"]
 
 
@@ -38,14 +39,14 @@ def test_dynamic_partitions_around_a_fallback_compile(monkeypatch):
     # input shapes (the launch plan used to reject those tensor.dim ops: the parts ran eagerly).
     monkeypatch.delenv("LAMINA_STRICT", raising=False)
     torch._dynamo.reset()
-    fn = torch.compile(with_igamma, backend="lamina", dynamic=True)
+    fn = torch.compile(with_opaque, backend="lamina", dynamic=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LaminaFallbackWarning)
         for shape in ((6, 10), (3, 7)):
             x = torch.randn(shape)
-            torch.testing.assert_close(fn(x), with_igamma(x), rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(fn(x), with_opaque(x), rtol=1e-4, atol=1e-5)
             record = lamina.backend.last_report()
-            assert record["fallback_ops"] == ["aten.igamma.default"] and record["partitions"] == 2
+            assert record["fallback_ops"] == [OPAQUE_OP] and record["partitions"] == 2
 
 
 @pytest.mark.parametrize("how", ["option", "env"])
@@ -56,11 +57,11 @@ def test_strict_mode_names_the_op_and_the_source_line(how, monkeypatch):
         options = {"strict": True}
     else:
         monkeypatch.setenv("LAMINA_STRICT", "1")
-    compiled = torch.compile(with_igamma, backend="lamina", options=options)
+    compiled = torch.compile(with_opaque, backend="lamina", options=options)
     with pytest.raises(Exception) as info:
         compiled(torch.randn(6, 10))
     message = str(info.value)
-    assert "aten.igamma" in message
+    assert "lamina_testing.opaque_scale" in message
     assert "test_fallback.py" in message  # where it came from in the user's code
 
 

@@ -251,8 +251,6 @@ _IGAMMA_X = [0.0, 1e-4, 0.2, 0.5, 0.8, 1.05, 1.5, 3.0, 9.0, 24.0, 30.0, 55.0, 16
 def test_incomplete_gamma_matches_eager(fn, dtype):
     a = torch.tensor(_IGAMMA_A, dtype=dtype)[:, None]
     x = torch.tensor(_IGAMMA_X, dtype=dtype)
-    if dtype == torch.bfloat16:
-        a, x = a.float().clamp(max=2000).to(dtype), x.float().clamp(max=2000).to(dtype)
     torch._dynamo.reset()
     out = torch.compile(fn, backend="lamina", options={"strict": True})(a, x)
     want = fn(a, x)
