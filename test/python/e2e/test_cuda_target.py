@@ -701,4 +701,7 @@ def test_16bit_batched_products_of_unaligned_rows_run_on_padded_copies(monkeypat
     got = _compiled(f, dynamic=True)(x, y)
     _assert_cuda_records(before)
     torch.testing.assert_close(got.float(), f(x, y).float(), rtol=2e-2, atol=2e-2)
-    assert [(r, c) for _, r, c in padded] == [(10, 16), (16, 8)], padded
+    # every run of the product pads both operands (on a GPU, the graph's warm-up pass on fake
+    # tensors before its first call runs the launcher too)
+    pairs = [(r, c) for _, r, c in padded]
+    assert pairs and pairs == [(10, 16), (16, 8)] * (len(pairs) // 2), padded
