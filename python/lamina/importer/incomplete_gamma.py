@@ -23,7 +23,7 @@ import numpy as np
 from ..dialect import ops
 from ..dialect import types as T
 from .aten_ops import cast, register
-from .special_functions import _binary_floats, _c, _erfc_f64, _ERFCC, _lgamma_positive, _poly
+from .special_functions import _binary_floats, _c, _lgamma_positive, _poly, erfc_of
 
 # Boost's Lanczos approximation (lanczos13m53): sum_expg_scaled = num(x) / denom(x)
 _LANCZOS_NUM = [0.006061842346248906525783753964555936883222, 0.5098416655656676188125178644804694509993,
@@ -84,16 +84,6 @@ def _prefactor(a, x, lgamma_a, et):
     return ops.where(apart, direct, lanczos)
 
 
-def _erfc(x, et):
-    """erfc as aten.erfc's lowering (importer/special_functions.py) computes it."""
-    if str(et) == "f64":
-        return _erfc_f64(x)
-    near = ops.sub(_c(1.0, et), ops.erf(x))
-    t = ops.div(_c(1.0, et), ops.add(_c(1.0, et), ops.mul(_c(0.5, et), ops.abs(x))))
-    tail = ops.mul(t, ops.exp(ops.sub(_poly(t, _ERFCC, et), ops.mul(x, x))))
-    return ops.where(ops.lt(x, _c(0.5, et)), near, tail)
-
-
 def _incomplete_gamma(a, x, et, upper: bool, pi: float):
     c = lambda v: _c(v, et)   # noqa: E731
     nan = c(math.nan)
@@ -123,7 +113,7 @@ def _incomplete_gamma(a, x, et, upper: bool, pi: float):
     temme = ops.igamma_series(a, eta, ops.logical_and(regular, near), kind="asymptotic")
     sgn = 1.0 if upper else -1.0
     uniform = ops.add(
-        ops.mul(c(0.5), _erfc(ops.mul(c(sgn), ops.mul(eta, ops.sqrt(ops.div(a, c(2.0))))), et)),
+        ops.mul(c(0.5), erfc_of(ops.mul(c(sgn), ops.mul(eta, ops.sqrt(ops.div(a, c(2.0))))), et)),
         ops.div(ops.mul(c(sgn), ops.mul(ops.exp(ops.mul(c(-0.5), ops.mul(a, ops.mul(eta, eta)))), temme)),
                 ops.sqrt(ops.mul(c(2.0 * pi), a))))
     series = ops.logical_and(regular, ops.logical_not(near))
@@ -132,9 +122,8 @@ def _incomplete_gamma(a, x, et, upper: bool, pi: float):
     above_1_1 = ops.gt(x, c(1.1))
     if upper:
         low = ops.le(x, c(0.5))
-        one_minus_p = ops.where(above_1_1, ops.lt(x, a),
-                                ops.where(low, ops.lt(ops.div(c(-0.4), ops.log(x)), a), ops.lt(ops.mul(x, c(1.1)), a)))
-        use_p = one_minus_p
+        use_p = ops.where(above_1_1, ops.lt(x, a),   # (as 1 - P)
+                          ops.where(low, ops.lt(ops.div(c(-0.4), ops.log(x)), a), ops.lt(ops.mul(x, c(1.1)), a)))
     else:
         one_minus_q = ops.logical_and(ops.gt(x, c(1.0)), ops.gt(x, a))
         use_p = ops.logical_not(one_minus_q)

@@ -337,16 +337,20 @@ def _erfc_f64(x):
     return ops.where(ops.lt(ax, _c(1.0, et)), ops.sub(_c(1.0, et), ops.erf(x)), tail)
 
 
-@register("aten.erfc.default")
-def _erfc(imp, node, a):
-    want, et = _compute_type(node)
+def erfc_of(x, et):
+    """erfc(x) in `et`: Cephes in f64; in f32 1 - erf(x) below 1/2, Numerical Recipes' erfcc above."""
     if str(et) == "f64":
-        return _erfc_f64(cast(a.self, et))
-    x = cast(a.self, et)
+        return _erfc_f64(x)
     near = ops.sub(_c(1.0, et), ops.erf(x))
     t = ops.div(_c(1.0, et), ops.add(_c(1.0, et), ops.mul(_c(0.5, et), ops.abs(x))))
     tail = ops.mul(t, ops.exp(ops.sub(_poly(t, _ERFCC, et), ops.mul(x, x))))
-    return cast(ops.where(ops.lt(x, _c(0.5, et)), near, tail), want)
+    return ops.where(ops.lt(x, _c(0.5, et)), near, tail)
+
+
+@register("aten.erfc.default")
+def _erfc(imp, node, a):
+    want, et = _compute_type(node)
+    return cast(erfc_of(cast(a.self, et), et), want)
 
 
 @register("aten.special_erfcx.default")
