@@ -42,6 +42,9 @@ class _Scalar:
     def i(self, v: int) -> ir.Value:
         return _const(self.i64, v)
 
+    def true(self) -> ir.Value:
+        return _const(ir.IntegerType.get_signless(1), 1)
+
     def cmpf(self, pred: str, a, b):
         return arith.cmpf(getattr(arith.CmpFPredicate, pred), a, b)
 
@@ -54,7 +57,7 @@ class _Scalar:
 
 
 def _loop(s: _Scalar, inits: list[ir.Value], step_fn) -> list[ir.Value]:
-    """scf.while over (step, *state) while step < 2000; step_fn(*state) -> (state, converged)."""
+    """scf.while over (step, *state) while step < 2000; step_fn(step, *state) -> (state, converged)."""
     types = [s.i64] + [v.type for v in inits[1:]]
     loop = scf.WhileOp(types, inits)
     before = loop.before.blocks.append(*types)
@@ -119,7 +122,7 @@ def asymptotic(s: _Scalar, a, eta, active):
     and after one below epsilon relative to the sum. Its 25 polynomials cost ~1,300 flops:
     they sit in a loop of one step (none where inactive), a branch on the CPU."""
     def once(_, total):
-        total, afac, last, going = s.f(0.0), s.f(1.0), s.f(float("inf")), _const(ir.IntegerType.get_signless(1), 1)
+        total, afac, last, going = s.f(0.0), s.f(1.0), s.f(float("inf")), s.true()
         for row in D:
             ck = s.f(row[-1])
             for coefficient in reversed(row[:-1]):
@@ -128,11 +131,10 @@ def asymptotic(s: _Scalar, a, eta, active):
             size = math.absf(term)
             going = arith.andi(going, s.cmpf("ULE", size, last))   # (stop where the term grew)
             total = arith.select(going, arith.addf(total, term), total)
-            going = arith.andi(going, arith.xori(s.cmpf("OLT", size, arith.mulf(s.eps, math.absf(total))),
-                                                 _const(ir.IntegerType.get_signless(1), 1)))
+            going = arith.andi(going, arith.xori(s.cmpf("OLT", size, arith.mulf(s.eps, math.absf(total))), s.true()))
             last = size
             afac = arith.divf(afac, a)
-        return [total], _const(ir.IntegerType.get_signless(1), 1)
+        return [total], s.true()
     return _loop(s, [s.first_step(active, 0), s.f(0.0)], once)[0]
 
 
