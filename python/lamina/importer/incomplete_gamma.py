@@ -55,7 +55,7 @@ def _lgamma_of_positive(z, et):
     z = cast(z, f64)
     small = ops.lt(z, _c(0.5, f64))
     shifted = ops.where(small, ops.add(z, _c(1.0, f64)), z)
-    value = _lgamma_positive(shifted, f64)
+    value = _lgamma_positive(shifted, f64, near_zeros=str(et) == "f64")
     return cast(ops.where(small, ops.sub(value, ops.log(z)), value), et)
 
 

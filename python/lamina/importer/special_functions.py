@@ -97,8 +97,11 @@ def _lgamma_near_1_and_2(z, et):
     return ops.add(value, shift)
 
 
-def _lgamma_positive(z, et):
-    """lgamma(z) for z >= 0.5."""
+def _lgamma_positive(z, et, near_zeros: bool = True):
+    """lgamma(z) for z >= 0.5. `near_zeros`: to f64's precision near the zeros at 1 and 2 too
+    (the series beside Stirling's form, both computed: for results rounded to f64 only)."""
+    if not near_zeros:
+        return _lgamma_stirling(z, et)
     return ops.where(ops.lt(z, _c(3.5, et)), _lgamma_near_1_and_2(z, et), _lgamma_stirling(z, et))
 
 
@@ -123,7 +126,7 @@ def _lgamma(imp, node, a):
     x = cast(a.self, et)
     reflect = ops.lt(x, _c(0.5, et))
     z = ops.where(reflect, ops.sub(_c(1.0, et), x), x)
-    positive = _lgamma_positive(z, et)
+    positive = _lgamma_positive(z, et, near_zeros=str(want) == "f64")
     sin_r = ops.abs(ops.sin(ops.mul(_sinpi_tanpi_arg(x, et), _c(math.pi, et))))
     reflected = ops.sub(ops.log(ops.div(_c(math.pi, et), sin_r)), positive)
     y = ops.where(reflect, reflected, positive)
