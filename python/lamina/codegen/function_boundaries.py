@@ -39,24 +39,34 @@ def _is_definition(op: ir.Operation) -> bool:
     return len(op.regions) > 0 and len(op.regions[0].blocks) > 0
 
 
+def _functions(root) -> dict:
+    return {symbol_name(op.operation): op.operation for op in root.regions[0].blocks[0].operations
+            if op.operation.name == "llvm.func"}
+
+
+def _wrapped(funcs: dict):
+    """(name, op) of each defined function that has a defined `_mlir_ciface_` wrapper."""
+    for name, op in funcs.items():
+        wrapper = funcs.get(C_INTERFACE_PREFIX + name)
+        if not name.startswith(C_INTERFACE_PREFIX) and wrapper is not None \
+                and _is_definition(op) and _is_definition(wrapper):
+            yield name, op
+
+
+def _is_internal(op: ir.Operation) -> bool:
+    return "linkage" in op.attributes and str(op.attributes["linkage"]) == "#llvm.linkage<internal>"
+
+
 def internalize_c_interface_targets(module: ir.Module | ir.Operation) -> int:
     """Give each defined `llvm.func @f` that has a defined `@_mlir_ciface_f` internal
     linkage; returns how many changed."""
     root = module.operation if isinstance(module, ir.Module) else module
-    funcs = {symbol_name(op.operation): op.operation for op in root.regions[0].blocks[0].operations
-             if op.operation.name == "llvm.func"}
     internal = ir.Attribute.parse("#llvm.linkage<internal>", root.context)
     count = 0
-    for name, op in funcs.items():
-        wrapper = funcs.get(C_INTERFACE_PREFIX + name)
-        if name.startswith(C_INTERFACE_PREFIX) or wrapper is None:
-            continue
-        if not (_is_definition(op) and _is_definition(wrapper)):
-            continue
-        if "linkage" in op.attributes and str(op.attributes["linkage"]) == str(internal):
-            continue
-        op.attributes["linkage"] = internal
-        count += 1
+    for _, op in _wrapped(_functions(root)):
+        if not _is_internal(op):
+            op.attributes["linkage"] = internal
+            count += 1
     return count
 
 
@@ -77,27 +87,14 @@ def kernels_out_of_line(module: ir.Module | ir.Operation) -> int:
 _HELD = "lamina.held_out_of_line"   # no_inline only while the graph function is inlined
 
 
-def _functions(root) -> dict:
-    return {symbol_name(op.operation): op.operation for op in root.regions[0].blocks[0].operations
-            if op.operation.name == "llvm.func"}
-
-
 def inline_c_interface_targets(module: ir.Module | ir.Operation) -> int:
     """Inline each internal `llvm.func @f` into its only caller, a defined `@_mlir_ciface_f`,
     and drop it; other calls stay. Returns how many were inlined."""
     from mlir import passmanager
 
     root = module.operation if isinstance(module, ir.Module) else module
-    internal = str(ir.Attribute.parse("#llvm.linkage<internal>", root.context))
-
-    def wrapped(name, op, funcs):
-        wrapper = funcs.get(C_INTERFACE_PREFIX + name)
-        return (wrapper is not None and _is_definition(wrapper) and _is_definition(op)
-                and not name.startswith(C_INTERFACE_PREFIX) and "no_inline" not in op.attributes
-                and "linkage" in op.attributes and str(op.attributes["linkage"]) == internal)
-
     funcs = _functions(root)
-    targets = {name for name, op in funcs.items() if wrapped(name, op, funcs)}
+    targets = {name for name, op in _wrapped(funcs) if _is_internal(op) and "no_inline" not in op.attributes}
     if not targets:
         return 0
     unit, private = ir.UnitAttr.get(root.context), ir.StringAttr.get("private", root.context)
