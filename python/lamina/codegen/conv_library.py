@@ -32,6 +32,7 @@ from mlir import ir
 
 from ..transforms.fusion import contraction_flops
 from ..transforms.registry import register_pass
+from ..lowering.conv_channels_last import is_channels_last
 from .blas import CONTRACTION, _zero_fill_before, erase_fill, is_library, is_zero_fill
 
 CONV_ATTR = "lamina.conv"
@@ -41,6 +42,8 @@ CONV_ATTR = "lamina.conv"
 LIBRARY_MIN_FLOPS = 100_000
 _LIBRARY_TYPES = {("f32", "f32"), ("f64", "f64"), ("bf16", "f32"), ("f16", "f32")}
 SYMBOL_PREFIX = "lamina_conv_"
+# r, stride x3, dilation x3, padding x3, groups, accumulate, channels_last
+_PARAMS = 13
 
 
 def is_convolution(op) -> bool:
@@ -109,7 +112,7 @@ def _declare(module: ir.Module, name: str, x_elem: ir.Type, acc_elem: ir.Type) -
     i64 = ir.IntegerType.get_signless(64)
     unranked = [ir.UnrankedMemRefType.get(t, None) for t in (x_elem, x_elem, acc_elem)]
     with ir.InsertionPoint(module.body), ir.Location.unknown():
-        f = func.FuncOp(name, ir.FunctionType.get(unranked + [i64] * 12, []), visibility="private")
+        f = func.FuncOp(name, ir.FunctionType.get(unranked + [i64] * _PARAMS, []), visibility="private")
         f.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
 
 
@@ -118,7 +121,7 @@ def _static_offsets(subview) -> list[int] | None:
     return None if any(o == ir.ShapedType.get_dynamic_stride_or_offset() for o in offsets) else offsets
 
 
-def _unpadded(x: ir.Value, conv, r: int) -> tuple[ir.Value, list[int], tuple | None]:
+def _unpadded(x: ir.Value, conv, r: int, channels_last: bool) -> tuple[ir.Value, list[int], tuple | None]:
     """Fold lowering/convolution.py's zero padding into the library call, as BLAS folds a
     transpose into 'T': when `x` (or its grouped expand_shape) is a local buffer that is
     only filled with 0, gets the input copied into its interior, and is read by `conv`,
@@ -148,10 +151,13 @@ def _unpadded(x: ir.Value, conv, r: int) -> tuple[ir.Value, list[int], tuple | N
     src = copy.operands[0]
     offsets = _static_offsets(subview)
     src_t, buf_t = ir.MemRefType(src.type), ir.MemRefType(buf.type)
-    if offsets is None or any(o != 0 for o in offsets[:2]) or not src_t.has_static_shape or not buf_t.has_static_shape:
+    first = 1 if channels_last else 2   # the first spatial dim: [N, *S, C] or [N, C, *S]
+    spatial = set(range(first, first + r))
+    if offsets is None or any(o != 0 for i, o in enumerate(offsets) if i not in spatial) \
+            or any(buf_t.is_dynamic_dim(i) or src_t.is_dynamic_dim(i) for i in spatial):
         return x, [], None
-    lo = offsets[2:]
-    hi = [buf_t.shape[2 + i] - lo[i] - src_t.shape[2 + i] for i in range(r)]
+    lo = offsets[first:first + r]
+    hi = [buf_t.shape[first + i] - lo[i] - src_t.shape[first + i] for i in range(r)]
     if lo != hi:
         return x, [], None   # the library pads symmetrically
     copy.operation.erase()
@@ -199,14 +205,15 @@ def convolutions_to_library(module: ir.Module) -> int:
         name = _symbol(str(x_elem), str(acc_elem))
         _declare(module, name, x_elem, acc_elem)
         fill = _zero_fill_before(op, out)
-        x, padding, padded = _unpadded(x, op, r)
+        channels_last = is_channels_last(op)
+        x, padding, padded = _unpadded(x, op, r, channels_last)
         if padded is not None:
             dead.append(padded)
         with ir.InsertionPoint(op), op.location:
             args = [memref.CastOp(ir.UnrankedMemRefType.get(ir.MemRefType(v.type).element_type, None), v).result
                     for v in (x, w, out)]
             params = ([r] + (stride + [1] * 3)[:3] + (dilation + [1] * 3)[:3] + (padding + [0] * 3)[:3]
-                      + [groups, 0 if fill is not None else 1])
+                      + [groups, 0 if fill is not None else 1, int(channels_last)])
             consts = {p: arith.ConstantOp(i64, p).result for p in dict.fromkeys(params)}
             args += [consts[p] for p in params]
             func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
@@ -260,12 +267,14 @@ def _tensor(arg, elem: str):
 
 
 def _convolve(x_elem: str, acc_elem: str, x_arg, w_arg, out_arg, r, s0, s1, s2, d0, d1, d2, p0, p1, p2,
-              groups, accumulate) -> None:
+              groups, accumulate, channels_last) -> None:
     import torch
 
     x = _tensor(x_arg, x_elem)         # [N, C, *S] (zero-padded, or padded here by p), or [N, G, Cg, *S]
     w = _tensor(w_arg, x_elem)         # [F, Cg, *K], or [G, Fg, Cg, *K]
     out = _tensor(out_arg, acc_elem)   # [N, F, *O], or [N, G, Fg, *O]
+    if channels_last:   # [N, *S, C] or [N, *S, G, Cg]; [N, *O, F] or [N, *O, G, Fg] (conv_channels_last.py)
+        x, out = (_channels_first_view(v, r) for v in (x, out))
     if out.numel() == 0:
         return
     if w.dim() == r + 3:   # grouped operands: the library takes [N, C, *S] and [F, Cg, *K]
@@ -276,27 +285,40 @@ def _convolve(x_elem: str, acc_elem: str, x_arg, w_arg, out_arg, r, s0, s1, s2, 
             out.zero_()   # no taps: the sum is 0
         return
     stride, dilation, padding = [s0, s1, s2][:r], [d0, d1, d2][:r], [p0, p1, p2][:r]
-    if not accumulate and _writes_in_place(x, out):
+    flat_out = out.flatten(1, 2) if out.dim() == r + 3 else out   # [N, F, *O] (a view)
+    if not accumulate and _writes_in_place(x, flat_out):
         # oneDNN's convolution writes the kernel's output buffer itself: no result to copy
-        torch.ops.aten.mkldnn_convolution.out(x, w, None, padding, stride, dilation, groups,
-                                              out=out.view(out.shape[0], -1, *out.shape[-r:]))
+        torch.ops.aten.mkldnn_convolution.out(x, w, None, padding, stride, dilation, groups, out=flat_out)
         return
     result = torch.ops.aten.convolution(x, w, None, stride, padding, dilation, False, [0] * r, groups)
-    result = result.view(out.shape) if result.is_contiguous() else result.reshape(out.shape)
+    result = result.reshape(out.shape)
     if accumulate:
         out.add_(result)
     else:
         out.copy_(result)
 
 
+def _channels_first_view(v, r: int):
+    """[N, *S, ch...] (ch: C, or G and Cg) seen as [N, ch..., *S] (a channels-last tensor)."""
+    nch = v.dim() - 1 - r
+    return v.permute(0, *range(1 + r, 1 + r + nch), *range(1, 1 + r))
+
+
 def _writes_in_place(x, out) -> bool:
     import torch
 
-    return (torch.backends.mkldnn.is_available() and x.dtype == out.dtype
-            and x.dtype in (torch.float32, torch.bfloat16) and out.is_contiguous())
+    if not (torch.backends.mkldnn.is_available() and x.dtype == out.dtype and x.dtype in (torch.float32, torch.bfloat16)):
+        return False
+    if out.is_contiguous():
+        return True
+    # a channels-last output: oneDNN writes it in place when the input is channels-last too
+    if out.dim() not in (4, 5):
+        return False
+    layout = torch.channels_last if out.dim() == 4 else torch.channels_last_3d
+    return out.is_contiguous(memory_format=layout) and x.is_contiguous(memory_format=layout)
 
 
-_CALLBACK = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3 + [ctypes.c_int64] * 12))
+_CALLBACK = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3 + [ctypes.c_int64] * _PARAMS))
 _callbacks: dict[str, object] = {}
 
 

@@ -16,6 +16,7 @@ import ctypes
 import functools
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Sequence
 
@@ -145,13 +146,16 @@ def pipeline_steps(pipeline: str) -> list:
     bufferized, the Python steps `contractions_to_blas` (codegen/blas.py), `convolutions_to_library`
     (codegen/conv_library.py), `copies_to_loops`, `expands_to_reinterpret_casts` and
     `strided_gathers_to_unit_stride`;
-    in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py) and
+    in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py),
+    `cache_large_allocations` (codegen/cached_allocations.py) and
     `internalize_c_interface_targets`, `kernels_out_of_line` and `inline_c_interface_targets`
     (codegen/function_boundaries.py)."""
     from .bf16_memory import bf16_memory_as_i16
+    from .cached_allocations import cache_large_allocations
     from .function_boundaries import inline_c_interface_targets, internalize_c_interface_targets, kernels_out_of_line
 
-    llvm_steps = [bf16_memory_as_i16, internalize_c_interface_targets, kernels_out_of_line, inline_c_interface_targets]
+    llvm_steps = [bf16_memory_as_i16, cache_large_allocations, internalize_c_interface_targets, kernels_out_of_line,
+                  inline_c_interface_targets]
 
     passes = _top_level_passes(pipeline)
     names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
@@ -416,6 +420,11 @@ class CpuKernelLibrary(NativeKernelEntries):
         library_calls = declared_library_functions(module)   # lamina-convolution-to-library ran
         self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=check_loadable(libs))
         register_library_runtime(self.engine, library_calls)
+        # the blocks its code keeps cached (codegen/cached_allocations.py) are freed while the
+        # engine, an attribute of this object, is still alive
+        from .cached_allocations import RELEASE, release_function
+
+        weakref.finalize(self, release_function(self.engine.raw_lookup(RELEASE)))
         # a graph whose native code calls back into torch re-raises what such a call raised
         self.calls_back = bool(library_calls)
         self._entries: dict[str, object] = {}

@@ -218,9 +218,10 @@ def loaded_libraries() -> int:
     return len(_live)
 
 
-def _dlclose(handle: int) -> None:
+def _dlclose(handle: int, release) -> None:
     import _ctypes
 
+    release()   # the blocks its code keeps cached (codegen/cached_allocations.py), while it is loaded
     try:
         _ctypes.dlclose(handle)
     except OSError:
@@ -232,6 +233,7 @@ class SharedObjectLibrary(NativeKernelEntries):
     the JIT's CpuKernelLibrary: `launch`, `launcher`, `graph_launcher`)."""
 
     def __init__(self, artifact: dict, directory: str | None = None):
+        from .cached_allocations import RELEASE, release_function
         from .conv_library import callback_address
         from .cpu import check_loadable
 
@@ -244,7 +246,11 @@ class SharedObjectLibrary(NativeKernelEntries):
             self._lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
         finally:
             os.unlink(path)   # the mapping stays; nothing is left on disk
-        weakref.finalize(self, _dlclose, self._lib._handle)
+        try:
+            release = ctypes.cast(getattr(self._lib, RELEASE), ctypes.c_void_p).value
+        except AttributeError:   # no heap allocations in its code
+            release = None
+        weakref.finalize(self, _dlclose, self._lib._handle, release_function(release))
         _live.add(self)
         for name in artifact["callbacks"]:
             ctypes.c_void_p.in_dll(self._lib, CALLBACK_SLOT_PREFIX + name).value = callback_address(name)

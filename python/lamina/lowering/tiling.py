@@ -44,6 +44,7 @@ from ..codegen.blas import epilogues_in_place, is_library, mark_contractions
 from ..codegen.conv_library import mark_convolutions
 from ..transforms.common import apply_transform_script
 from ..transforms.registry import register_pass
+from .conv_channels_last import channels_last_convolutions, choose_layouts
 from .kernel_abi import kernel_functions
 from .kernel_cse import unshare_destinations
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
@@ -474,13 +475,19 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     func_op.operation.verify()
     _resolve_dynamic_dims(func_op)   # before fusion: a tensor.dim of a producer would keep it alive
     mark_contractions(func_op)
-    mark_convolutions(func_op)
+    choose_layouts(mark_convolutions(func_op))
     if has_contraction(func_op):
         _fuse_elementwise(func_op)
+        if not annotate_only:
+            channels_last_convolutions(func_op)
         items = plan_kernel(func_op, [0])
         build = build_schedule
     elif pointwise_enabled():
         _fuse_elementwise(func_op)
+        if not annotate_only:
+            # after the fusion, whose reshape propagation would fold the transposes' reshapes
+            # into 4-d transposes that get no vector tiles
+            channels_last_convolutions(func_op)
         epilogues_in_place(func_op)
         # Row-aligned kernels (softmax, norms) run row by row (row_kernel.py); the ops to
         # vectorize are then those of the per-row body.
@@ -502,7 +509,8 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     return True
 
 
-# Value ops (no memory effects on tensors) that may leave a loop when their operands do.
+# Value ops (no memory effects on tensors) that may leave a loop when their operands do
+# (tensor.extract_slice only of a kernel input: _read_only_input).
 _HOISTABLE = ("arith.", "math.", "vector.broadcast", "tensor.extract")
 # ... except integer divisions: hoisted out of a loop that runs no iteration, a zero divisor
 # the loop would never have used traps.
@@ -531,8 +539,9 @@ def hoist_loop_invariants(func_op) -> int:
             changed = False
             for op in list(body.operations):
                 op = op.operation
-                if not op.name.startswith(_HOISTABLE) or len(op.regions) or op.name == "tensor.extract_slice" \
-                        or op.name in _NOT_SPECULATABLE:
+                if not op.name.startswith(_HOISTABLE) or len(op.regions) or op.name in _NOT_SPECULATABLE:
+                    continue
+                if op.name == "tensor.extract_slice" and not _read_only_input(op.operands[0]):
                     continue
                 if any(_defined_inside(v, loop) for v in op.operands):
                     continue
@@ -542,6 +551,16 @@ def hoist_loop_invariants(func_op) -> int:
                 moved += 1
                 changed = True
     return moved
+
+
+def _read_only_input(v: ir.Value) -> bool:
+    """A kernel input (bufferization.to_tensor, through reshapes): a slice of it is a view of
+    memory no loop writes, so hoisting the slice adds no copy. (A per-channel parameter's
+    slice, taken per row of an epilogue, then leaves the row loop, and so does everything
+    computed from it alone: a batch norm's rsqrt(var + eps) once per channel.)"""
+    while isinstance(v, ir.OpResult) and v.owner.name in ("tensor.expand_shape", "tensor.collapse_shape"):
+        v = v.owner.operands[0]
+    return isinstance(v, ir.OpResult) and v.owner.name == "bufferization.to_tensor"
 
 
 def _in_bounds_extract(op) -> bool:

@@ -193,3 +193,44 @@ def test_convolution_chain_symbolic_batch():
     for n in (2, 3, 5):
         x = _randn(n, *shapes[0][1:], seed=n)
         torch.testing.assert_close(f(x), block(x), rtol=1e-4, atol=1e-4)
+
+
+CHANNELS_LAST_CASES = [c for c in FORWARD if c[0][:2] in ("2d", "3d") or c[0].startswith(("kernel", "conv_bias"))] \
+    + [c for c in CHAINS if c[0] != "three_convs_pool"]
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("fn,shapes", [pytest.param(f, s, id=i) for i, f, s in CHANNELS_LAST_CASES])
+def test_library_convolution_layouts(fn, shapes, layout, monkeypatch, tmp_path):
+    """Library convolutions (f32, 2-3 spatial dims) in both layouts of
+    lowering/conv_channels_last.py: channels_last (the default) transposes the input to
+    [N, *S, C] in the CPU kernel, the library convolves channels-last (padding still folded
+    into its call) and the kernel transposes the result back; channels_first hands NCHW
+    buffers to the library. Eager's results, forward and (float32) backward, including the
+    weight-gradient convolutions."""
+    monkeypatch.setenv("LAMINA_CONVOLUTION", "library")
+    monkeypatch.setenv("LAMINA_CONV_LAYOUT", layout)
+    args = [_randn(*s, seed=i) for i, s in enumerate(shapes)]
+    out = _compiled(fn, dump_ir=str(tmp_path))(*args)
+    torch.testing.assert_close(out, fn(*args), rtol=1e-4, atol=1e-4)
+    report = lamina_backend.last_report()
+    assert report["fallback_ops"] == []
+    if report["target"] == "cpu":
+        schedules = "".join(p.read_text() for p in tmp_path.glob("*-schedule.mlir"))
+        other = "channels_first" if layout == "channels_last" else "channels_last"
+        assert schedules.count(f'lamina.conv_layout = "{layout}"') >= 1
+        assert f'lamina.conv_layout = "{other}"' not in schedules
+    grads = [a.clone().requires_grad_() for a in args]
+    g = _compiled(fn)
+    g(*grads).square().sum().backward()
+    ref = [a.clone().requires_grad_() for a in args]
+    fn(*ref).square().sum().backward()
+    for a, r in zip(grads, ref):
+        torch.testing.assert_close(a.grad, r.grad, rtol=1e-3, atol=1e-3)
+
+
+def test_channels_last_symbolic_batch(monkeypatch):
+    """Channels-last library convolutions of a symbolic batch (the transposes' sizes and
+    parallel chunks at run time)."""
+    monkeypatch.setenv("LAMINA_CONVOLUTION", "library")
+    test_convolution_chain_symbolic_batch()
