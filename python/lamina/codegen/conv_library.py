@@ -30,9 +30,9 @@ import threading
 
 from mlir import ir
 
+from ..lowering.conv_channels_last import is_channels_last
 from ..transforms.fusion import contraction_flops
 from ..transforms.registry import register_pass
-from ..lowering.conv_channels_last import is_channels_last
 from .blas import CONTRACTION, _zero_fill_before, erase_fill, is_library, is_zero_fill
 
 CONV_ATTR = "lamina.conv"
