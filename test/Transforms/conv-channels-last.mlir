@@ -72,3 +72,32 @@ func.func @unmarked(%x: memref<2x16x18x18xf32>, %w: memref<16x16x3x3xf32>, %out:
   bufferization.materialize_in_destination %c in restrict writable %out : (tensor<2x16x16x16xf32>, memref<2x16x16x16xf32>) -> ()
   return
 }
+
+// An input padded with another value than +0.0 (a constant_pad_nd before the convolution)
+// is transposed whole: the library pads with zeros only.
+// CHECK-LABEL: func.func @padded_with_two
+// CHECK:       %[[FLAT:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] : tensor<2x16x18x18xf32> into tensor<2x16x324xf32>
+// CHECK:       linalg.transpose ins(%[[FLAT]]
+// CHECK-NOT:   tensor.insert_slice %{{.*}} into %{{.*}}[0, 1, 1, 0]
+// CHECK:       lamina.conv_layout = "channels_last"
+func.func @padded_with_two(%x: memref<2x16x16x16xf32>, %w: memref<16x16x3x3xf32>, %out: memref<2x16x16x16xf32>) attributes {lamina.kernel = 2 : i64} {
+  %X = bufferization.to_tensor %x restrict : memref<2x16x16x16xf32> to tensor<2x16x16x16xf32>
+  %W = bufferization.to_tensor %w restrict : memref<16x16x3x3xf32> to tensor<16x16x3x3xf32>
+  %two = arith.constant 2.0 : f32
+  %z = arith.constant 0.0 : f32
+  %pe = tensor.empty() : tensor<2x16x18x18xf32>
+  %pf = linalg.fill ins(%two : f32) outs(%pe : tensor<2x16x18x18xf32>) -> tensor<2x16x18x18xf32>
+  %xp = tensor.insert_slice %X into %pf[0, 0, 1, 1] [2, 16, 16, 16] [1, 1, 1, 1] : tensor<2x16x16x16xf32> into tensor<2x16x18x18xf32>
+  %e = tensor.empty() : tensor<2x16x16x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x16x16x16xf32>) -> tensor<2x16x16x16xf32>
+  %c = linalg.generic {indexing_maps = [#x, #w, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xp, %W : tensor<2x16x18x18xf32>, tensor<16x16x3x3xf32>) outs(%f : tensor<2x16x16x16xf32>)
+      attrs = {lamina.conv = {dilation = array<i64: 1, 1>, groups = 1 : i64, stride = array<i64: 1, 1>}, lamina.conv_layout = "channels_last"} {
+  ^bb0(%in: f32, %in_1: f32, %acc: f32):
+    %m = arith.mulf %in, %in_1 : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x16x16x16xf32>
+  bufferization.materialize_in_destination %c in restrict writable %out : (tensor<2x16x16x16xf32>, memref<2x16x16x16xf32>) -> ()
+  return
+}

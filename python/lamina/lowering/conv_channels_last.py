@@ -39,13 +39,14 @@ transpose, and epilogues that run in NHWC order.
 """
 from __future__ import annotations
 
-import math
 import os
 
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
+from ..codegen.blas import is_library, is_zero_fill
 from ..transforms.registry import register_pass
+from .to_linalg import _collapse, _expand, _one
 
 LAYOUT_ATTR = "lamina.conv_layout"
 CHANNELS_LAST, CHANNELS_FIRST = "channels_last", "channels_first"
@@ -90,18 +91,16 @@ def _rewritable(op) -> bool:
     r, _ = _conv_params(op)
     x, _, out = list(op.operands)[:3]
     return (r in (2, 3) and str(ir.RankedTensorType(x.type).element_type) == "f32"
-            and _static_but_batch(x) and _static_but_batch(out) and _zero_fill_value(out) is not None)
+            and _static_but_batch(x) and _static_but_batch(out) and _fill_of_empty(out) is not None)
 
 
-def _zero_fill_value(init: ir.Value):
-    """The value a linalg.fill of a tensor.empty gives the convolution's init, else None."""
-    fill = init.owner if isinstance(init, ir.OpResult) else None
+def _fill_of_empty(v: ir.Value):
+    """The linalg.fill of a tensor.empty that `v` is, else None."""
+    fill = v.owner if isinstance(v, ir.OpResult) else None
     if fill is None or fill.name != "linalg.fill":
         return None
     empty = fill.operands[1]
-    if not isinstance(empty, ir.OpResult) or empty.owner.name != "tensor.empty":
-        return None
-    return fill.operands[0]
+    return fill if isinstance(empty, ir.OpResult) and empty.owner.name == "tensor.empty" else None
 
 
 def choose_layouts(library_convs) -> None:
@@ -138,22 +137,9 @@ def _type(sizes, elem) -> ir.RankedTensorType:
                                    elem)
 
 
-def _reassoc(groups) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
-
-
-def _collapse(v: ir.Value, groups) -> ir.Value:
-    s = _sizes(v)
-    out = [s[g[0]] if len(g) == 1 else math.prod(s[i] for i in g) for g in groups]
-    return tensor.collapse_shape(_type(out, ir.RankedTensorType(v.type).element_type), v, _reassoc(groups))
-
-
-def _expand(v: ir.Value, sizes, groups) -> ir.Value:
-    dyn = [s for s in sizes if not isinstance(s, int)]
-    static = [s if isinstance(s, int) else ir.ShapedType.get_dynamic_size() for s in sizes]
-    return tensor.expand_shape(_type(sizes, ir.RankedTensorType(v.type).element_type), v, _reassoc(groups), dyn,
-                               static)
+def _expand_to(v: ir.Value, sizes, groups) -> ir.Value:
+    """tensor.expand_shape of `v` to `sizes` (ints, or index Values for dynamic dims)."""
+    return _expand(v, _type(sizes, ir.RankedTensorType(v.type).element_type), groups, sizes)
 
 
 def _swap_last_two(v: ir.Value) -> ir.Value:
@@ -161,14 +147,7 @@ def _swap_last_two(v: ir.Value) -> ir.Value:
     a, b, c = _sizes(v)
     elem = ir.RankedTensorType(v.type).element_type
     init = tensor.empty([a, c, b], elem)
-    return _value(linalg.transpose(v, outs=[init], permutation=[0, 2, 1]))
-
-
-def _value(built) -> ir.Value:
-    """The one result of a builder that returns a Value, an op or a list of results."""
-    if isinstance(built, ir.Value):
-        return built
-    return built.results[0] if hasattr(built, "results") else built[0]
+    return _one(linalg.transpose(v, outs=[init], permutation=[0, 2, 1]))
 
 
 def _move_channels(sizes_or_exprs: list, nch: int, to_last: bool) -> list:
@@ -185,7 +164,8 @@ def _padded_source(xp: ir.Value):
     rank = ir.RankedTensorType(xp.type).rank
     zeros = [0] * (rank - 2)
     ins = xp.owner if isinstance(xp, ir.OpResult) else None
-    if ins is None or ins.name != "tensor.insert_slice" or _zero_fill_value(ins.operands[1]) is None:
+    pad = _fill_of_empty(ins.operands[1]) if ins is not None and ins.name == "tensor.insert_slice" else None
+    if pad is None or not is_zero_fill(pad):   # (the library pads with +0.0 only)
         return xp, zeros, zeros
     offsets = list(ir.DenseI64ArrayAttr(ins.attributes["static_offsets"]))
     strides = list(ir.DenseI64ArrayAttr(ins.attributes["static_strides"]))
@@ -206,7 +186,7 @@ def _to_channels_last(x: ir.Value, r: int) -> ir.Value:
     s = _sizes(x)
     flat = _collapse(x, [[0], [1], list(range(2, 2 + r))])
     t = _swap_last_two(flat)
-    return _expand(t, [s[0]] + s[2:] + [s[1]], [[0], list(range(1, 1 + r)), [1 + r]])
+    return _expand_to(t, [s[0]] + s[2:] + [s[1]], [[0], list(range(1, 1 + r)), [1 + r]])
 
 
 def _to_channels_first(v: ir.Value, r: int, nch: int) -> ir.Value:
@@ -214,8 +194,8 @@ def _to_channels_first(v: ir.Value, r: int, nch: int) -> ir.Value:
     s = _sizes(v)
     flat = _collapse(v, [[0], list(range(1, 1 + r)), list(range(1 + r, 1 + r + nch))])
     t = _swap_last_two(flat)
-    return _expand(t, _move_channels(s, nch, to_last=False), [[0], list(range(1, 1 + nch)),
-                                                             list(range(1 + nch, 1 + nch + r))])
+    return _expand_to(t, _move_channels(s, nch, to_last=False),
+                      [[0], list(range(1, 1 + nch)), list(range(1 + nch, 1 + nch + r))])
 
 
 def rewrite_channels_last(op) -> None:
@@ -237,17 +217,17 @@ def rewrite_channels_last(op) -> None:
             s = _sizes(xcl)
             padded = [s[0]] + [s[1 + i] + lo[i] + hi[i] for i in range(r)] + [s[-1]]
             zero = arith.constant(elem_x, ir.FloatAttr.get(elem_x, 0.0))
-            filled = _value(linalg.fill(zero, outs=[tensor.empty(padded, elem_x)]))
+            filled = _one(linalg.fill(zero, outs=[tensor.empty(padded, elem_x)]))
             dyn = [v for v in s if not isinstance(v, int)]
             static = [v if isinstance(v, int) else ir.ShapedType.get_dynamic_size() for v in s]
             xcl = tensor.insert_slice(xcl, filled, [], dyn, [], [0] + lo + [0], static, [1] * (r + 2))
         if nch == 2:
             s = _sizes(xcl)
             cg = ir.RankedTensorType(xin.type).get_dim_size(2)
-            xcl = _expand(xcl, s[:-1] + [groups, cg], [[i] for i in range(1 + r)] + [[1 + r, 2 + r]])
+            xcl = _expand_to(xcl, s[:-1] + [groups, cg], [[i] for i in range(1 + r)] + [[1 + r, 2 + r]])
         out_sizes = _move_channels(_sizes(init), nch, to_last=True)
         acc = ir.RankedTensorType(init.type).element_type
-        new_init = _value(linalg.fill(_zero_fill_value(init), outs=[tensor.empty(out_sizes, acc)]))
+        new_init = _one(linalg.fill(_fill_of_empty(init).operands[0], outs=[tensor.empty(out_sizes, acc)]))
         maps = _maps(op)
         x_map, w_map, o_map = maps
         L = x_map.n_dims
@@ -274,8 +254,7 @@ def rewrite_channels_last(op) -> None:
 def channels_last_convolutions(func_op) -> int:
     """Rewrite the kernel's library convolutions marked channels_last whose maps are still
     channels-first; returns how many were rewritten."""
-    from ..codegen.blas import is_library
-    from ..codegen.conv_library import is_convolution
+    from ..codegen.conv_library import is_convolution   # (which imports this module)
 
     todo = [op for op in func_op.regions[0].blocks[0].operations
             if is_convolution(op) and is_library(op) and LAYOUT_ATTR in op.attributes

@@ -35,6 +35,15 @@ def traced(fn, shape):
     return aot_export_joint_simple(fn, (x,), trace_joint=False), x
 
 
+def _in_threads(work, n: int) -> None:
+    """work(0) ... work(n - 1), each on a thread of its own, all at once."""
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_four_threads_compile_and_run_different_graphs():
     results, errors = {}, []
     graphs = [traced(fn, shape) for fn, shape in GRAPHS]
@@ -50,11 +59,7 @@ def test_four_threads_compile_and_run_different_graphs():
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             errors.append((i, e))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(work, 4)
     assert not errors, errors
     assert sorted(results) == [0, 1, 2, 3]
 
@@ -152,11 +157,7 @@ def test_cached_large_blocks_under_concurrent_calls_of_one_graph():
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(work, 4)
     assert not errors, errors
 
 
