@@ -194,6 +194,32 @@ def _transpose_tile(op, sizes: list[int]) -> list[int] | None:
     return [1] * (n - 2) + [TRANSPOSE_TILE, TRANSPOSE_TILE]
 
 
+def transposing_sizes(op) -> list[int] | None:
+    """Loop sizes of an all-parallel generic of static f32 shapes whose outputs are all
+    written with the last two loops swapped (lowering/transposed_epilogues.py: a transpose
+    folded into its epilogue), else None."""
+    if op.operation.name != "linalg.generic" or len(op.results) < 1:
+        return None
+    if any("parallel" not in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    t = ir.RankedTensorType(op.results[0].type)
+    n = t.rank
+    if n < 2 or maps[0].n_dims != n:
+        return None
+    d = ir.AffineDimExpr.get
+    swapped = ir.AffineMap.get(n, 0, [d(k) for k in range(n - 2)] + [d(n - 1), d(n - 2)])
+    for i, r in enumerate(op.results):
+        rt = ir.RankedTensorType(r.type)
+        if maps[len(maps) - len(op.results) + i] != swapped or list(rt.shape) != list(t.shape) \
+                or str(rt.element_type) != "f32":
+            return None
+    if any(t.is_dynamic_dim(i) for i in range(n)) or 0 in list(t.shape):
+        return None
+    sizes = list(t.shape)
+    return sizes[:-2] + [sizes[-1], sizes[-2]]
+
+
 def _feeds_library_contraction(op) -> bool:
     """An op that lamina-contraction-to-blas folds into its BLAS call, so it stays a plain
     linalg op: the fill of the contraction's init (beta = 0) or the transpose of an operand
@@ -254,6 +280,9 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
             continue
         sizes = _all_parallel_identity(op)
         if sizes is None:
+            sizes = transposing_sizes(op)
+            if sizes is not None:
+                items += _plan_transposing(op, sizes, next_id)
             continue
         outer, inner = default_sizes(sizes)
         if TILE_SIZES in op.attributes:
@@ -280,6 +309,31 @@ def plan_pointwise(block: ir.Block, next_id: list[int]) -> list[dict]:
         tid = _new_tile_id(op, next_id)
         items.append(dict(id=tid, outer=outer, inner=inner))
     return items
+
+
+def _plan_transposing(op, sizes: list[int], next_id: list[int]) -> list[dict]:
+    """A transposing generic's plan: parallel tiles as a pointwise op's, and the 8x8 vector
+    tiles of a transpose (both loops peeled) where both swapped loops have 8 or more
+    iterations, scalar elements otherwise."""
+    outer = _i64s(op.attributes[TILE_SIZES]) if TILE_SIZES in op.attributes else default_sizes(sizes)[0]
+    op.attributes[TILE_SIZES] = ir.DenseI64ArrayAttr.get(outer)
+    if VECTOR_SIZES in op.attributes:
+        inner = _i64s(op.attributes[VECTOR_SIZES])
+    elif min(sizes[-2:]) >= TRANSPOSE_TILE:
+        inner = [1] * (len(sizes) - 2) + [TRANSPOSE_TILE, TRANSPOSE_TILE]
+        op.attributes[VECTOR_SIZES] = ir.DenseI64ArrayAttr.get(inner)
+    else:
+        inner = None
+    if len(outer) != len(sizes) or any(x < 0 for x in outer) or \
+            (inner is not None and (len(inner) != len(sizes) or any(x <= 0 for x in inner))):
+        raise ValueError(f"lamina-tile-cpu: bad {TILE_SIZES}/{VECTOR_SIZES} {outer}/{inner} "
+                         f"on a transposing op with loops {sizes}")
+    if not any(outer) and inner is None:
+        return []
+    n = len(sizes)
+    # tiles along the output's rows innermost: 8 rows written in sequence (as a transpose's)
+    interchange = list(range(n - 2)) + [n - 1, n - 2]
+    return [dict(id=_new_tile_id(op, next_id), outer=outer, inner=inner, peel_all=True, interchange=interchange)]
 
 
 def _new_tile_id(op, next_id: list[int]) -> int:
@@ -347,7 +401,9 @@ def build_pointwise_schedule(items: list[dict]) -> str:
             continue
         n = sum(1 for x in it["inner"] if x)
         loops = ", ".join(f"%l{t}_{j}" for j in range(n))
-        body.append(f'%v{t}, {loops} = transform.structured.tile_using_for {root} tile_sizes {_arr(it["inner"])} : ({A}) -> ({", ".join([A] * (1 + n))})')
+        interchange = f' interchange = {_arr(it["interchange"])}' if it.get("interchange") else ""
+        body.append(f'%v{t}, {loops} = transform.structured.tile_using_for {root} tile_sizes {_arr(it["inner"])}'
+                    f'{interchange} : ({A}) -> ({", ".join([A] * (1 + n))})')
         if it.get("peel_all"):
             vec_loops += [f"%l{t}_{j}" for j, x in enumerate(x for x in it["inner"] if x) if x > 1]
         elif it["inner"][-1] > 1:

@@ -49,6 +49,7 @@ from .kernel_abi import kernel_functions
 from .kernel_cse import unshare_destinations
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
                              peel_loops, plan_pointwise, vector_lanes)
+from .transposed_epilogues import fuse_transposed_epilogues, split_group_swaps
 from .row_kernel import row_block
 from .vector_reduce import vectorize_reductions
 
@@ -488,6 +489,8 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
             # after the fusion, whose reshape propagation would fold the transposes' reshapes
             # into 4-d transposes that get no vector tiles
             channels_last_convolutions(func_op)
+            split_group_swaps(func_op)
+            fuse_transposed_epilogues(func_op)
         epilogues_in_place(func_op)
         # Row-aligned kernels (softmax, norms) run row by row (row_kernel.py); the ops to
         # vectorize are then those of the per-row body.

@@ -1,0 +1,327 @@
+"""Transposes fused into the elementwise ops that read them (part of lamina-tile-cpu, after
+lamina-conv-channels-last).
+
+A channels-last convolution (lowering/conv_channels_last.py) computes [N, *O, F] and
+transposes it back to [N, F, *O] for its epilogue (bias, batch norm, activation, a residual
+add), which then reads it once more: two passes over the result. Upstream elementwise fusion
+leaves the transpose alone (a named linalg.transpose behind reshapes), so this rewrite folds
+it into the epilogue, which then reads the untransposed result through a swapped map:
+
+    %t = linalg.transpose ins(%c : [N, P, F]) permutation = [0, 2, 1]      -> [N, F, P]
+    %r = tensor.expand_shape %t                                           -> [N, F, Ho, Wo]
+    %e = linalg.generic ins(%r, %scale : [1, F, 1, 1], %res : [N, F, Ho, Wo]) (identity, ...)
+  ->
+    %e' = linalg.generic ins(%c, %scale (d1), collapse(%res) (d0, d2, d1))
+          outs([N, F, P] (d0, d2, d1))          loops (n, p, f): the order %c is stored in
+    %e  = tensor.expand_shape %e'                                          -> [N, F, Ho, Wo]
+
+The generic's loops run in the order of the untransposed result and its outputs are
+written through the swapped map. lamina-tile-cpu gives such a transposing generic the 8x8
+vector tiles of a transpose (tile_pointwise.py): each tile reads 8 rows of 8 channels,
+applies the epilogue there (a per-channel operand is one vector for all 8 rows), transposes
+in registers and writes 8 rows, so the epilogue costs no pass of its own. Operands laid out
+like the output (a residual) are read through the swapped map (transposed in registers).
+
+Conditions: a last-two-dims linalg.transpose of static sizes whose result reaches exactly
+one operand of an all-parallel generic through single-use reshapes only, with the same
+leading dims and the trailing ones collapsing to the transposed one (reshapes keep row-major
+order, so the chain is that expand whatever its steps); the generic's outputs have identity
+maps, its body uses no linalg.index, and each other input either spans the trailing dims in
+order at the end of its map (collapsed to one dim) or does not index them (a broadcast).
+"""
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import linalg, memref, tensor
+
+from ..transforms.registry import register_pass
+from .to_linalg import _collapse, _expand, _one
+
+_RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
+
+
+def _static_shape(v: ir.Value) -> list[int] | None:
+    t = ir.RankedTensorType(v.type)
+    if any(t.is_dynamic_dim(i) for i in range(t.rank)):
+        return None
+    return list(t.shape)
+
+
+def _single_use(v: ir.Value) -> bool:
+    return len(list(v.uses)) == 1
+
+
+def _transpose_behind(v: ir.Value):
+    """The last-two-dims linalg.transpose that `v` is a single-use reshape chain of, else None."""
+    if not _single_use(v):
+        return None
+    while isinstance(v, ir.OpResult) and v.owner.name in _RESHAPES:
+        v = v.owner.operands[0]
+        if not _single_use(v):
+            return None
+    if not isinstance(v, ir.OpResult) or v.owner.name != "linalg.transpose":
+        return None
+    t = v.owner
+    perm = list(ir.DenseI64ArrayAttr(t.attributes["permutation"]))
+    n = len(perm)
+    if n < 2 or perm != list(range(n - 2)) + [n - 1, n - 2] or _static_shape(t.results[0]) is None:
+        return None
+    return t
+
+
+def _is_dim(e: ir.AffineExpr) -> bool:
+    return isinstance(e, ir.AffineDimExpr)
+
+
+def _is_zero(e: ir.AffineExpr) -> bool:
+    return isinstance(e, ir.AffineConstantExpr) and e.value == 0
+
+
+def _dim_of(e: ir.AffineExpr) -> int:
+    return ir.AffineDimExpr(e).position
+
+
+def _unit_groups(keep: list[bool]) -> list[list[int]]:
+    """Reassociation groups that drop the dims not kept (unit dims) into a kept neighbour:
+    [] when no dim is kept (a rank-0 collapse)."""
+    groups: list[list[int]] = []
+    pending: list[int] = []
+    for i, k in enumerate(keep):
+        pending.append(i)
+        if k:
+            groups.append(pending)
+            pending = []
+    if pending and groups:
+        groups[-1] += pending
+    return groups
+
+
+def _remap_input(v: ir.Value, m: ir.AffineMap, lead: int, loops: int):
+    """How an input of the generic reads in the new loops: (collapse groups of the operand
+    or None, new map), or None when it cannot. Old loops: [*B, F, *S] (`lead` = len(B) + 1,
+    `loops` in all); new loops: [*B, P, F] with P the collapsed S. The operand's unit dims
+    read at 0 (broadcasts) are collapsed away too, so that every map is a projected
+    permutation, as the vectorizer wants."""
+    res = list(m.results)
+    shape = _static_shape(v)
+    if shape is None:
+        return None
+    spans = [i for i, e in enumerate(res) if _is_dim(e) and _dim_of(e) >= lead]
+    k = len(res) - len(spans)
+    if spans and (spans != list(range(k, len(res))) or [_dim_of(res[i]) for i in spans] != list(range(lead, loops))):
+        return None
+    d = ir.AffineDimExpr.get
+    keep, exprs = [], []
+    for i, e in enumerate(res[:k]):
+        if _is_dim(e) and _dim_of(e) < lead:
+            keep.append(True)
+            exprs.append(d(lead if _dim_of(e) == lead - 1 else _dim_of(e)))   # F moves last
+        elif _is_zero(e) and shape[i] == 1:
+            keep.append(False)
+        else:
+            return None
+    if spans:   # the collapsed loops, one operand dim
+        keep.append(True)
+        exprs.append(d(lead - 1))
+    new_map = ir.AffineMap.get(lead + 1, 0, exprs)
+    groups = _unit_groups(keep)
+    if spans:   # the trailing dims collapse with the last group
+        groups[-1] = sorted(set(groups[-1]) | set(range(k, len(res))))
+    if all(len(g) == 1 for g in groups) and len(groups) == len(res):
+        return None, new_map
+    return groups, new_map
+
+
+def swapped_map(rank: int) -> ir.AffineMap:
+    """(d0, ..., d[rank-1], d[rank-2]): the last two loops swapped."""
+    d = ir.AffineDimExpr.get
+    return ir.AffineMap.get(rank, 0, [d(k) for k in range(rank - 2)] + [d(rank - 1), d(rank - 2)])
+
+
+def fuse_into(op) -> bool:
+    """Fold a transpose behind one input of the all-parallel generic `op` into it; returns
+    whether it did."""
+    if op.name != "linalg.generic" or any("parallel" not in str(a)
+                                          for a in ir.ArrayAttr(op.attributes["iterator_types"])):
+        return False
+    block = op.regions[0].blocks[0]
+    if any(o.operation.name == "linalg.index" for o in block.operations):
+        return False
+    n_out = len(op.results)
+    operands = list(op.operands)
+    n_in = len(operands) - n_out
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    loops = maps[0].n_dims if maps else 0
+    identity = ir.AffineMap.get_identity(loops)
+    if n_out == 0 or any(m != identity for m in maps[n_in:]):
+        return False
+    shape = _static_shape(op.results[0])
+    if shape is None or any(_static_shape(r) != shape for r in op.results):
+        return False
+    for j in range(n_in):
+        if maps[j] != identity:
+            continue
+        t = _transpose_behind(operands[j])
+        if t is None:
+            continue
+        t_out = _static_shape(t.results[0])
+        lead = len(t_out) - 1           # leading dims kept: [*B, F]; the trailing ones collapse into P
+        if loops < len(t_out) or shape[:lead] != t_out[:lead] or math.prod(shape[lead:]) != t_out[-1]:
+            continue
+        plans = [(None, ir.AffineMap.get_identity(lead + 1)) if i == j else _remap_input(operands[i], maps[i], lead, loops)
+                 for i in range(n_in)]
+        if any(p is None for p in plans):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            new_ins = [t.operands[0] if i == j else (operands[i] if groups is None else _collapse(operands[i], groups))
+                       for i, (groups, _) in enumerate(plans)]
+        _rebuild(op, new_ins, [m for _, m in plans], lead, loops, n_in)
+        return True
+    return False
+
+
+def _collapsed_init(v: ir.Value, groups: list[list[int]]) -> ir.Value:
+    """The init `v` collapsed by `groups`: a new tensor.empty when `v` is one (empty-tensor
+    elimination then finds it from the kernel's output), else a collapse_shape."""
+    if isinstance(v, ir.OpResult) and v.owner.name == "tensor.empty":
+        shape = list(ir.RankedTensorType(v.type).shape)
+        return tensor.empty([math.prod(shape[i] for i in g) for g in groups], ir.RankedTensorType(v.type).element_type)
+    return _collapse(v, groups)
+
+
+def _rebuild(op, new_ins, new_maps, lead: int, loops: int, n_in: int) -> None:
+    groups = [[i] for i in range(lead)] + [list(range(lead, loops))]
+    out_map = swapped_map(lead + 1)
+    with ir.InsertionPoint(op), op.location:
+        inits = [_collapsed_init(v, groups) if loops > lead + 1 else v for v in list(op.operands)[n_in:]]
+        new = linalg.GenericOp([v.type for v in inits], new_ins, inits,
+                               ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps + [out_map] * len(inits)]),
+                               ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * (lead + 1)))
+        for i in range(len(op.attributes)):
+            named = op.attributes[i]
+            if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+                new.attributes[named.name] = named.attr
+        old_block = op.regions[0].blocks[0]
+        block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
+        for old_arg, arg in zip(old_block.arguments, block.arguments):
+            old_arg.replace_all_uses_with(arg)
+        for body_op in list(old_block.operations):
+            block.append(body_op.operation.detach_from_parent())
+        for old, res in zip(op.results, new.results):
+            if loops > lead + 1:
+                res = _expand(res, old.type, groups, list(ir.RankedTensorType(old.type).shape))
+            old.replace_all_uses_with(res)
+    op.erase()
+
+
+def _erase_dead(block: ir.Block) -> None:
+    """Erase the transposes, reshapes and inits left without users (a chain: last op first)."""
+    for o in reversed([o.operation for o in block.operations]):
+        if o.name in _RESHAPES + ("linalg.transpose", "tensor.empty") and all(not list(r.uses) for r in o.results):
+            o.erase()
+
+
+def _identity_memref(v: ir.Value) -> bool:
+    if not isinstance(v.type, ir.MemRefType):
+        return False
+    t = ir.MemRefType(v.type)
+    return isinstance(t.layout, ir.AffineMapAttr) and t.layout.value == ir.AffineMap.get_identity(t.rank)
+
+
+def store_through_reshapes(func_op) -> int:
+    """materialize_in_destination(expand_shape(%v), %out) -> materialize_in_destination(%v,
+    memref.collapse_shape(%out)) for a kernel output of the identity layout, so that
+    empty-tensor elimination (which follows no reshape) lets the op computing %v write the
+    output buffer instead of a temporary copied into it; returns how many."""
+    count = 0
+    for op in [o.operation for o in func_op.regions[0].blocks[0].operations
+               if o.operation.name == "bufferization.materialize_in_destination"]:
+        src, dest = op.operands[0], op.operands[1]
+        if not isinstance(src, ir.OpResult) or src.owner.name != "tensor.expand_shape" or not _single_use(src) \
+                or not _identity_memref(dest):
+            continue
+        expand = src.owner
+        inner = expand.operands[0]
+        with ir.InsertionPoint(op), op.location:
+            view = memref.collapse_shape(ir.MemRefType.get(ir.RankedTensorType(inner.type).shape,
+                                                           ir.MemRefType(dest.type).element_type,
+                                                           memory_space=ir.MemRefType(dest.type).memory_space),
+                                         dest, expand.attributes["reassociation"])
+        op.operands[0] = inner
+        op.operands[1] = view
+        expand.erase()
+        count += 1
+    return count
+
+
+def _group_swap(perm: list[int]) -> tuple[int, int] | None:
+    """(k, m) when `perm` keeps dims 0..k-1 and swaps the groups k..m-1 and m..n-1
+    ([0, 3, 1, 2], [0, 2, 3, 1]; [0, 2, 1] too), else None."""
+    n = len(perm)
+    k = 0
+    while k < n and perm[k] == k:
+        k += 1
+    if k >= n - 1:
+        return None
+    m = perm[k]
+    if perm == list(range(k)) + list(range(m, n)) + list(range(k, m)):
+        return k, m
+    return None
+
+
+def split_group_swaps(func_op) -> int:
+    """Rewrite each static f32 linalg.transpose that swaps two groups of dims as a collapse,
+    a last-two-dims transpose and an expand (the form that gets 8x8 vector tiles and folds
+    into its reader): upstream reshape propagation (lamina-tile-cpu's elementwise fusion)
+    folds such reshapes into 4-d transposes ([0, 3, 1, 2] of an NHWC view), which would
+    otherwise run element by element. Returns how many."""
+    count = 0
+    for op in [o.operation for o in func_op.regions[0].blocks[0].operations if o.operation.name == "linalg.transpose"]:
+        perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        km = _group_swap(perm)
+        x = op.operands[0]
+        shape = _static_shape(x)
+        if km is None or shape is None or str(ir.RankedTensorType(x.type).element_type) != "f32" \
+                or (km[1] - km[0] == 1 and len(perm) - km[1] == 1):   # (already a last-two swap)
+            continue
+        k, m = km
+        n = len(perm)
+        with ir.InsertionPoint(op), op.location:
+            flat = _collapse(x, [[i] for i in range(k)] + [list(range(k, m)), list(range(m, n))])
+            a, b = math.prod(shape[k:m]), math.prod(shape[m:])
+            init = tensor.empty(shape[:k] + [b, a], ir.RankedTensorType(x.type).element_type)
+            t = _one(linalg.transpose(flat, outs=[init], permutation=list(range(k)) + [k + 1, k]))
+            out_t = ir.RankedTensorType(op.results[0].type)
+            res = _expand(t, out_t, [[i] for i in range(k)] + [list(range(k, k + n - m)), list(range(k + n - m, n))],
+                          list(out_t.shape))
+        op.results[0].replace_all_uses_with(res)
+        op.erase()
+        count += 1
+    return count
+
+
+def fuse_transposed_epilogues(func_op) -> int:
+    """Fold last-two-dims transposes into the elementwise generics that read them, in one
+    kernel; returns how many were folded."""
+    body = func_op.regions[0].blocks[0]
+    count = 0
+    for op in [o.operation for o in body.operations if o.operation.name == "linalg.generic"]:
+        if fuse_into(op):
+            count += 1
+    if count:
+        _erase_dead(body)
+        store_through_reshapes(func_op)
+    return count
+
+
+@register_pass("lamina-fuse-transposed-epilogues", level="L4",
+               description="CPU, on kernels (linalg on tensors): fold last-two-dims transposes into the elementwise "
+                           "generics that read them (a transposing generic; lamina-tile-cpu runs it)")
+def fuse_transposed_epilogues_pass(module: ir.Module, **options) -> None:
+    from .kernel_abi import kernel_functions
+
+    for func_op in kernel_functions(module):
+        split_group_swaps(func_op)
+        fuse_transposed_epilogues(func_op)
