@@ -11,7 +11,7 @@ it into the epilogue, which then reads the untransposed result through a swapped
     %r = tensor.expand_shape %t                                           -> [N, F, Ho, Wo]
     %e = linalg.generic ins(%r, %scale : [1, F, 1, 1], %res : [N, F, Ho, Wo]) (identity, ...)
   ->
-    %e' = linalg.generic ins(%c, %scale (d1), collapse(%res) (d0, d2, d1))
+    %e' = linalg.generic ins(%c, collapse(%scale) (d2), collapse(%res) (d0, d2, d1))
           outs([N, F, P] (d0, d2, d1))          loops (n, p, f): the order %c is stored in
     %e  = tensor.expand_shape %e'                                          -> [N, F, Ho, Wo]
 
@@ -28,6 +28,13 @@ leading dims and the trailing ones collapsing to the transposed one (reshapes ke
 order, so the chain is that expand whatever its steps); the generic's outputs have identity
 maps, its body uses no linalg.index, and each other input either spans the trailing dims in
 order at the end of its map (collapsed to one dim) or does not index them (a broadcast).
+Symbolic sizes keep the separate transpose.
+
+Two helpers make the pattern reachable: `split_group_swaps` turns the n-d transposes that
+upstream reshape propagation makes of such chains ([0, 3, 1, 2]: NHWC -> NCHW) back into
+collapse / last-two-dims transpose / expand, and `store_through_reshapes` stores a kernel
+output reached through an expand into a collapsed view of the output buffer (empty-tensor
+elimination follows no reshape: the result would go to a temporary, then be copied).
 """
 from __future__ import annotations
 
@@ -201,7 +208,9 @@ def _rebuild(op, new_ins, new_maps, lead: int, loops: int, n_in: int) -> None:
                                ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * (lead + 1)))
         for i in range(len(op.attributes)):
             named = op.attributes[i]
-            if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+            # (tile decisions made for the old loops do not fit the new ones)
+            if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes", "lamina.tile_sizes",
+                                  "lamina.vector_sizes"):
                 new.attributes[named.name] = named.attr
         old_block = op.regions[0].blocks[0]
         block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
