@@ -182,7 +182,8 @@ def _run_stages(module, target, strided_args, dump_dir, keep_ir, target_options,
                                [("lamina-plan-memory", getattr(tgt, "plan_options", {}))]
                                + [(name, {}) for name in getattr(tgt, "plan_passes", ())]])
         result.plan = extract_launch_plan(graph_function(module))
-        stage("linalg", lambda: [run_pass(name, module) for name in ("lamina-to-linalg", "lamina-kernel-cse")])
+        stage("linalg", lambda: [run_pass(name, module) for name in ("lamina-to-linalg", "lamina-kernel-cse")
+                                 + tuple(getattr(tgt, "linalg_passes", ()))])
         stage("abi", lambda: run_pass("lamina-kernel-abi", module))
         stage("schedule", lambda: tgt.schedule(module) if hasattr(tgt, "schedule") else None)
         stage("target", lambda: tgt.lower(module))

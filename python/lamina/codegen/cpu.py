@@ -525,6 +525,9 @@ class CpuTarget:
     name = "cpu"
     device = "cpu"
     devices = ("cpu",)  # kernels dereference host pointers: any other device would crash them
+    # (kernels in linalg on tensors, before the ABI: conv-only intermediates cross kernel
+    # boundaries channels-last)
+    linalg_passes = ("lamina-conv-activations-channels-last",)
 
     def lower(self, module: ir.Module, dump=None) -> None:
         """passes/cpu-tiled.pipeline, then lamina-omp-to-gomp where torch runs on libgomp:

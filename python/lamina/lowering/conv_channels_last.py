@@ -33,9 +33,10 @@ turns it off). bf16 and f16 stay channels-first: their transposes have no vector
 What it costs: two transposes per convolution (the result's back to NCHW before the
 epilogue), each a pass over the activation. They pay for themselves only with
 lamina-cache-large-allocations (codegen/cached_allocations.py): without it the temporaries
-they need came from fresh pages on every call. Next: activations channels-last between
-convolutions (lamina-plan-layouts, as the cuda target does), so that only a graph's edges
-transpose, and epilogues that run in NHWC order.
+they need came from fresh pages on every call. The result's transpose is folded into the
+epilogue (lowering/transposed_epilogues.py), and between two convolutions the activation
+stays NHWC across the kernel boundary (lowering/conv_activation_layouts.py), so that only a
+graph's inputs and outputs are transposed.
 """
 from __future__ import annotations
 

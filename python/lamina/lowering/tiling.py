@@ -49,7 +49,8 @@ from .kernel_abi import kernel_functions
 from .kernel_cse import unshare_destinations
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
                              peel_loops, plan_pointwise, vector_lanes)
-from .transposed_epilogues import fuse_transposed_epilogues, split_group_swaps
+from .transposed_epilogues import (cancel_transpose_pairs, fuse_transposed_epilogues, split_group_swaps,
+                                   store_through_reshapes, unswap_transposed_outputs)
 from .row_kernel import row_block
 from .vector_reduce import vectorize_reductions
 
@@ -490,7 +491,9 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
             # into 4-d transposes that get no vector tiles
             channels_last_convolutions(func_op)
             split_group_swaps(func_op)
-            fuse_transposed_epilogues(func_op)
+            if cancel_transpose_pairs(func_op) + fuse_transposed_epilogues(func_op) \
+                    + unswap_transposed_outputs(func_op):
+                store_through_reshapes(func_op)
         epilogues_in_place(func_op)
         # Row-aligned kernels (softmax, norms) run row by row (row_kernel.py); the ops to
         # vectorize are then those of the per-row body.

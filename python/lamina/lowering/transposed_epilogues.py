@@ -265,6 +265,105 @@ def store_through_reshapes(func_op) -> int:
     return count
 
 
+_PURE = _RESHAPES + ("tensor.empty", "tensor.insert_slice", "tensor.extract_slice", "linalg.fill", "linalg.transpose")
+
+
+def erase_unused(block: ir.Block) -> None:
+    """Erase the value ops (tensor semantics, no side effects) whose results are unused, last
+    first, so that a chain goes at once."""
+    for o in reversed([o.operation for o in block.operations]):
+        if o.name in _PURE and all(not list(r.uses) for r in o.results):
+            o.erase()
+
+
+def _reshapes_between(v: ir.Value):
+    """(source, chain ops) of the single-use reshape chain ending at `v`, walking up."""
+    chain = []
+    while isinstance(v, ir.OpResult) and v.owner.name in _RESHAPES and _single_use(v.owner.operands[0]):
+        chain.append(v.owner)
+        v = v.owner.operands[0]
+    return v, chain
+
+
+def _last_two_swap(op) -> bool:
+    if op.name != "linalg.transpose":
+        return False
+    perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    n = len(perm)
+    return n >= 2 and perm == list(range(n - 2)) + [n - 1, n - 2]
+
+
+def cancel_transpose_pairs(func_op) -> int:
+    """transpose(reshapes(transpose(%y))) -> %y, for last-two-dims transposes whose reshapes
+    in between end in the shape they start from (row-major order kept: the identity), as a
+    kernel that takes a channels-last argument back to NCHW and then to NHWC again for its
+    convolution has; returns how many pairs."""
+    count = 0
+    block = func_op.regions[0].blocks[0]
+    erase_unused(block)
+    for t2 in [o.operation for o in block.operations if _last_two_swap(o.operation)]:
+        src, _ = _reshapes_between(t2.operands[0])
+        if not isinstance(src, ir.OpResult) or not _last_two_swap(src.owner) or not _single_use(src):
+            continue
+        t1 = src.owner
+        if t1.results[0].type != t2.operands[0].type or t1.operands[0].type != t2.results[0].type:
+            continue
+        t2.results[0].replace_all_uses_with(t1.operands[0])
+        count += 1
+    if count:
+        erase_unused(block)
+    return count
+
+
+def unswap_transposed_outputs(func_op) -> int:
+    """A transposing generic (output written through the swapped map) whose only result is
+    transposed back (through reshapes that end in the shape they start from) writes the
+    untransposed order instead: an identity output map, an init of the loops' shape; returns
+    how many."""
+    count = 0
+    block = func_op.regions[0].blocks[0]
+    erase_unused(block)
+    for t in [o.operation for o in block.operations if _last_two_swap(o.operation)]:
+        src, _ = _reshapes_between(t.operands[0])
+        op = src.owner if isinstance(src, ir.OpResult) else None
+        if op is None or op.name != "linalg.generic" or len(op.results) != 1 or not _single_use(src) \
+                or src.type != t.operands[0].type:
+            continue
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        n = maps[-1].n_dims
+        init = op.operands[len(op.operands) - 1]
+        if maps[-1] != swapped_map(n) or list(op.regions[0].blocks[0].arguments[-1].uses) \
+                or not (isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty"):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            out_t = ir.RankedTensorType(t.results[0].type)
+            new_init = tensor.empty(list(out_t.shape), out_t.element_type)
+            new = linalg.GenericOp([out_t], list(op.operands)[:-1], [new_init],
+                                   ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps[:-1]]
+                                                    + [ir.AffineMapAttr.get(ir.AffineMap.get_identity(n))]),
+                                   op.attributes["iterator_types"])
+            for i in range(len(op.attributes)):
+                named = op.attributes[i]
+                if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+                    new.attributes[named.name] = named.attr
+            old_block = op.regions[0].blocks[0]
+            body = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
+            for old_arg, arg in zip(old_block.arguments, body.arguments):
+                old_arg.replace_all_uses_with(arg)
+            for body_op in list(old_block.operations):
+                body.append(body_op.operation.detach_from_parent())
+        t.results[0].replace_all_uses_with(new.results[0])
+        _, chain = _reshapes_between(t.operands[0])
+        t.erase()
+        for o in chain:
+            o.erase()
+        op.erase()
+        count += 1
+    if count:
+        erase_unused(block)
+    return count
+
+
 def _group_swap(perm: list[int]) -> tuple[int, int] | None:
     """(k, m) when `perm` keeps dims 0..k-1 and swaps the groups k..m-1 and m..n-1
     ([0, 3, 1, 2], [0, 2, 3, 1]; [0, 2, 1] too), else None."""
@@ -321,7 +420,6 @@ def fuse_transposed_epilogues(func_op) -> int:
             count += 1
     if count:
         _erase_dead(body)
-        store_through_reshapes(func_op)
     return count
 
 
@@ -333,4 +431,5 @@ def fuse_transposed_epilogues_pass(module: ir.Module, **options) -> None:
 
     for func_op in kernel_functions(module):
         split_group_swaps(func_op)
-        fuse_transposed_epilogues(func_op)
+        if cancel_transpose_pairs(func_op) + fuse_transposed_epilogues(func_op) + unswap_transposed_outputs(func_op):
+            store_through_reshapes(func_op)

@@ -105,3 +105,25 @@ def test_user_transposes(fn, shapes):
     big = [_randn(*(2 * d for d in s), seed=9 + i) for i, s in enumerate(shapes)]
     views = [b[tuple(slice(1, None, 2) for _ in s)] for b, s in zip(big, shapes)]
     torch.testing.assert_close(_compiled(fn)(*views), fn(*views), rtol=1e-5, atol=1e-5)
+
+
+def test_activation_between_convolutions_channels_last(monkeypatch, tmp_path):
+    """A conv -> BN/ReLU -> conv chain (lowering/conv_activation_layouts.py): on the CPU the
+    intermediate crosses the kernel boundary as [N, H, W, C] (the first kernel's epilogue
+    writes it so, the second kernel's pair of transposes cancels); forward and backward match
+    eager, for an odd spatial size and a grouped second convolution. (A grouped convolution
+    of the unpadded argument keeps the NCHW boundary: see _channels_last_conv_input.)"""
+    monkeypatch.setenv("LAMINA_CONVOLUTION", "library")
+    fn = lambda x, w1, w2: F.conv2d(torch.relu(_bn(F.conv2d(x, w1, padding=1), P16)), w2, padding=1, groups=4)  # noqa: E731
+    args = [_randn(2, 8, 11, 13), _randn(16, 8, 3, 3, seed=1), _randn(12, 4, 3, 3, seed=2)]
+    out = _compiled(fn, dump_ir=str(tmp_path))(*args)
+    torch.testing.assert_close(out, fn(*args), rtol=1e-4, atol=1e-4)
+    if lamina_backend.last_report()["target"] == "cpu":
+        linalg = "".join(p.read_text() for p in tmp_path.glob("*06-linalg.mlir"))
+        assert "-> tensor<2x11x13x16xf32>" in linalg   # the first kernel's result, channels-last
+    grads = [a.clone().requires_grad_() for a in args]
+    _compiled(fn)(*grads).square().sum().backward()
+    ref = [a.clone().requires_grad_() for a in args]
+    fn(*ref).square().sum().backward()
+    for a, r in zip(grads, ref):
+        torch.testing.assert_close(a.grad, r.grad, rtol=1e-3, atol=1e-3)
