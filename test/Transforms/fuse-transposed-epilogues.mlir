@@ -102,3 +102,58 @@ func.func @group_swap(%a: memref<2x3x5x12xf32>, %out: memref<2x12x3x5xf32>) attr
   bufferization.materialize_in_destination %y in restrict writable %out : (tensor<2x12x3x5xf32>, memref<2x12x3x5xf32>) -> ()
   return
 }
+
+// Two last-two-dims transposes with reshapes between them that end in the shape they start
+// from cancel (a kernel taking a channels-last argument back to NCHW, then to NHWC again).
+// CHECK-LABEL: func.func @transpose_pair
+// CHECK-NOT:   linalg.transpose
+// CHECK:       linalg.generic
+// CHECK-SAME:  ins(%{{.*}} : tensor<2x9x5x8xf32>)
+#sw3 = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @transpose_pair(%a: memref<2x9x5x8xf32>, %out: memref<2x9x5x8xf32>) attributes {lamina.kernel = 3 : i64} {
+  %A = bufferization.to_tensor %a restrict : memref<2x9x5x8xf32> to tensor<2x9x5x8xf32>
+  %f1 = tensor.collapse_shape %A [[0], [1, 2], [3]] : tensor<2x9x5x8xf32> into tensor<2x45x8xf32>
+  %e1 = tensor.empty() : tensor<2x8x45xf32>
+  %t1 = linalg.transpose ins(%f1 : tensor<2x45x8xf32>) outs(%e1 : tensor<2x8x45xf32>) permutation = [0, 2, 1]
+  %x1 = tensor.expand_shape %t1 [[0], [1], [2, 3]] output_shape [2, 8, 9, 5] : tensor<2x8x45xf32> into tensor<2x8x9x5xf32>
+  %f2 = tensor.collapse_shape %x1 [[0], [1], [2, 3]] : tensor<2x8x9x5xf32> into tensor<2x8x45xf32>
+  %e2 = tensor.empty() : tensor<2x45x8xf32>
+  %t2 = linalg.transpose ins(%f2 : tensor<2x8x45xf32>) outs(%e2 : tensor<2x45x8xf32>) permutation = [0, 2, 1]
+  %x2 = tensor.expand_shape %t2 [[0], [1, 2], [3]] output_shape [2, 9, 5, 8] : tensor<2x45x8xf32> into tensor<2x9x5x8xf32>
+  %e = tensor.empty() : tensor<2x9x5x8xf32>
+  %y = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x2 : tensor<2x9x5x8xf32>) outs(%e : tensor<2x9x5x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.mulf %x, %x : f32
+    linalg.yield %m : f32
+  } -> tensor<2x9x5x8xf32>
+  bufferization.materialize_in_destination %y in restrict writable %out : (tensor<2x9x5x8xf32>, memref<2x9x5x8xf32>) -> ()
+  return
+}
+
+// A transposing generic whose result is transposed back writes the untransposed order (an
+// identity output map), and the kernel's output is stored through a collapsed view.
+// CHECK-LABEL: func.func @unswap
+// CHECK-NOT:   linalg.transpose
+// CHECK:       %[[G:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel"]}
+// CHECK-SAME:  outs(%{{.*}} : tensor<2x45x8xf32>)
+// CHECK:       %[[V:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3]] : memref<2x9x5x8xf32> into memref<2x45x8xf32>
+// CHECK:       bufferization.materialize_in_destination %[[G]] in restrict writable %[[V]]
+func.func @unswap(%a: memref<2x45x8xf32>, %out: memref<2x9x5x8xf32>) attributes {lamina.kernel = 4 : i64} {
+  %A = bufferization.to_tensor %a restrict : memref<2x45x8xf32> to tensor<2x45x8xf32>
+  %e = tensor.empty() : tensor<2x8x45xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #sw3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%A : tensor<2x45x8xf32>) outs(%e : tensor<2x8x45xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.mulf %x, %x : f32
+    linalg.yield %m : f32
+  } -> tensor<2x8x45xf32>
+  %x1 = tensor.expand_shape %g [[0], [1], [2, 3]] output_shape [2, 8, 9, 5] : tensor<2x8x45xf32> into tensor<2x8x9x5xf32>
+  %f2 = tensor.collapse_shape %x1 [[0], [1], [2, 3]] : tensor<2x8x9x5xf32> into tensor<2x8x45xf32>
+  %e2 = tensor.empty() : tensor<2x45x8xf32>
+  %t2 = linalg.transpose ins(%f2 : tensor<2x8x45xf32>) outs(%e2 : tensor<2x45x8xf32>) permutation = [0, 2, 1]
+  %x2 = tensor.expand_shape %t2 [[0], [1, 2], [3]] output_shape [2, 9, 5, 8] : tensor<2x45x8xf32> into tensor<2x9x5x8xf32>
+  bufferization.materialize_in_destination %x2 in restrict writable %out : (tensor<2x9x5x8xf32>, memref<2x9x5x8xf32>) -> ()
+  return
+}
