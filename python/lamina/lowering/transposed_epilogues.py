@@ -112,6 +112,8 @@ def _remap_input(v: ir.Value, m: ir.AffineMap, lead: int, loops: int):
     read at 0 (broadcasts) are collapsed away too, so that every map is a projected
     permutation, as the vectorizer wants."""
     res = list(m.results)
+    if not isinstance(v.type, ir.RankedTensorType):   # a scalar operand
+        return (None, ir.AffineMap.get(lead + 1, 0, [])) if not res else None
     shape = _static_shape(v)
     if shape is None:
         return None
