@@ -31,6 +31,7 @@ import os
 from mlir import ir
 
 from .._assets import asset_path
+from ..transforms.common import rebuild_generic
 from ..transforms.fusion import LARGE_CONTRACTION_FLOPS, contraction_flops
 from ..transforms.registry import register_pass
 
@@ -254,8 +255,6 @@ def epilogues_in_place(func_op) -> int:
     Empty-tensor elimination then makes %fill's tensor.empty the kernel's output buffer:
     BLAS writes the output, and the epilogue rewrites it in place (no temporary, one pass
     less over C). Returns how many epilogues were rebuilt."""
-    from mlir.dialects import linalg
-
     count = 0
     for op in list(func_op.regions[0].blocks[0].operations):
         if op.operation.name not in ("linalg.matmul", "linalg.batch_matmul") or not is_library(op):
@@ -279,23 +278,9 @@ def epilogues_in_place(func_op) -> int:
         init = epi.operands[n_in]
         ins = [v for i, v in enumerate(list(epi.operands)[:n_in]) if i != index]
         in_maps = [m for i, m in enumerate(maps[:n_in]) if i != index]
-        with ir.InsertionPoint(epi), epi.location:
-            new = linalg.GenericOp([c.type], ins, [c],
-                                   ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in in_maps + [identity]]),
-                                   epi.attributes["iterator_types"])
-        for i in range(len(epi.attributes)):
-            named = epi.attributes[i]
-            if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
-                new.attributes[named.name] = named.attr
-        old_args = list(block.arguments)
-        new_block = new.regions[0].blocks.append(*[a.type for i, a in enumerate(old_args[:n_in]) if i != index],
-                                                 old_args[n_in].type)
-        kept = [a for i, a in enumerate(old_args[:n_in]) if i != index]
-        for old, arg in zip(kept, list(new_block.arguments)[:-1]):
-            old.replace_all_uses_with(arg)
-        old_args[index].replace_all_uses_with(new_block.arguments[len(kept)])
-        for body_op in list(block.operations):
-            new_block.append(body_op.operation.detach_from_parent())
+        # (C's block argument becomes the out one; the old out argument is unused)
+        new = rebuild_generic(epi, [c.type], ins, [c], in_maps + [identity],
+                              block_args=[i for i in range(n_in) if i != index] + [index])
         epi.results[0].replace_all_uses_with(new.results[0])
         epi.erase()
         if isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty" and not list(init.uses):

@@ -46,6 +46,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
 from ..codegen.blas import is_library, is_zero_fill
+from ..transforms.common import rebuild_generic
 from ..transforms.registry import register_pass
 from .to_linalg import _collapse, _expand, _one
 
@@ -234,19 +235,7 @@ def rewrite_channels_last(op) -> None:
         L = x_map.n_dims
         new_maps = [ir.AffineMap.get(L, 0, _move_channels(list(x_map.results), nch, to_last=True)), w_map,
                     ir.AffineMap.get(L, 0, _move_channels(list(o_map.results), nch, to_last=True))]
-        new = linalg.GenericOp([new_init.type], [xcl, w], [new_init],
-                               ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps]),
-                               op.attributes["iterator_types"])
-        for i in range(len(op.attributes)):
-            named = op.attributes[i]
-            if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
-                new.attributes[named.name] = named.attr
-        old_block = op.regions[0].blocks[0]
-        block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
-        for old_arg, arg in zip(old_block.arguments, block.arguments):
-            old_arg.replace_all_uses_with(arg)
-        for body_op in list(old_block.operations):
-            block.append(body_op.operation.detach_from_parent())
+        new = rebuild_generic(op, [new_init.type], [xcl, w], [new_init], new_maps)
         result = _to_channels_first(new.results[0], r, nch)
     op.results[0].replace_all_uses_with(result)
     op.erase()

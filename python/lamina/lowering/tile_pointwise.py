@@ -33,6 +33,7 @@ from mlir import ir
 from mlir.dialects import arith, tensor
 
 from ..codegen.blas import is_library
+from .transposed_epilogues import swapped_map
 
 TILE_SIZES = "lamina.tile_sizes"
 VECTOR_SIZES = "lamina.vector_sizes"
@@ -207,8 +208,7 @@ def transposing_sizes(op) -> list[int] | None:
     n = t.rank
     if n < 2 or maps[0].n_dims != n:
         return None
-    d = ir.AffineDimExpr.get
-    swapped = ir.AffineMap.get(n, 0, [d(k) for k in range(n - 2)] + [d(n - 1), d(n - 2)])
+    swapped = swapped_map(n)
     for i, r in enumerate(op.results):
         rt = ir.RankedTensorType(r.type)
         if maps[len(maps) - len(op.results) + i] != swapped or list(rt.shape) != list(t.shape) \

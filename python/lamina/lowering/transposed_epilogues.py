@@ -43,17 +43,11 @@ import math
 from mlir import ir
 from mlir.dialects import linalg, memref, tensor
 
+from ..transforms.common import has_uses, rebuild_generic, static_shape
 from ..transforms.registry import register_pass
 from .to_linalg import _collapse, _expand, _one
 
 _RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
-
-
-def _static_shape(v: ir.Value) -> list[int] | None:
-    t = ir.RankedTensorType(v.type)
-    if any(t.is_dynamic_dim(i) for i in range(t.rank)):
-        return None
-    return list(t.shape)
 
 
 def _single_use(v: ir.Value) -> bool:
@@ -61,21 +55,15 @@ def _single_use(v: ir.Value) -> bool:
 
 
 def _transpose_behind(v: ir.Value):
-    """The last-two-dims linalg.transpose that `v` is a single-use reshape chain of, else None."""
+    """The last-two-dims linalg.transpose of static sizes that `v` is a single-use reshape
+    chain of, else None."""
     if not _single_use(v):
         return None
-    while isinstance(v, ir.OpResult) and v.owner.name in _RESHAPES:
-        v = v.owner.operands[0]
-        if not _single_use(v):
-            return None
-    if not isinstance(v, ir.OpResult) or v.owner.name != "linalg.transpose":
+    src, _ = _reshapes_between(v)
+    if not isinstance(src, ir.OpResult) or not _last_two_swap(src.owner) or not _single_use(src) \
+            or static_shape(src.type) is None:
         return None
-    t = v.owner
-    perm = list(ir.DenseI64ArrayAttr(t.attributes["permutation"]))
-    n = len(perm)
-    if n < 2 or perm != list(range(n - 2)) + [n - 1, n - 2] or _static_shape(t.results[0]) is None:
-        return None
-    return t
+    return src.owner
 
 
 def _is_dim(e: ir.AffineExpr) -> bool:
@@ -114,7 +102,7 @@ def _remap_input(v: ir.Value, m: ir.AffineMap, lead: int, loops: int):
     res = list(m.results)
     if not isinstance(v.type, ir.RankedTensorType):   # a scalar operand
         return (None, ir.AffineMap.get(lead + 1, 0, [])) if not res else None
-    shape = _static_shape(v)
+    shape = static_shape(v.type)
     if shape is None:
         return None
     spans = [i for i, e in enumerate(res) if _is_dim(e) and _dim_of(e) >= lead]
@@ -166,8 +154,8 @@ def fuse_into(op) -> bool:
     identity = ir.AffineMap.get_identity(loops)
     if n_out == 0 or any(m != identity for m in maps[n_in:]):
         return False
-    shape = _static_shape(op.results[0])
-    if shape is None or any(_static_shape(r) != shape for r in op.results):
+    shape = static_shape(op.results[0].type)
+    if shape is None or any(static_shape(r.type) != shape for r in op.results):
         return False
     for j in range(n_in):
         if maps[j] != identity:
@@ -175,7 +163,7 @@ def fuse_into(op) -> bool:
         t = _transpose_behind(operands[j])
         if t is None:
             continue
-        t_out = _static_shape(t.results[0])
+        t_out = static_shape(t.results[0].type)
         lead = len(t_out) - 1           # leading dims kept: [*B, F]; the trailing ones collapse into P
         if loops < len(t_out) or shape[:lead] != t_out[:lead] or math.prod(shape[lead:]) != t_out[-1]:
             continue
@@ -205,33 +193,16 @@ def _rebuild(op, new_ins, new_maps, lead: int, loops: int, n_in: int) -> None:
     out_map = swapped_map(lead + 1)
     with ir.InsertionPoint(op), op.location:
         inits = [_collapsed_init(v, groups) if loops > lead + 1 else v for v in list(op.operands)[n_in:]]
-        new = linalg.GenericOp([v.type for v in inits], new_ins, inits,
-                               ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps + [out_map] * len(inits)]),
-                               ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * (lead + 1)))
-        for i in range(len(op.attributes)):
-            named = op.attributes[i]
-            # (tile decisions made for the old loops do not fit the new ones)
-            if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes", "lamina.tile_sizes",
-                                  "lamina.vector_sizes"):
-                new.attributes[named.name] = named.attr
-        old_block = op.regions[0].blocks[0]
-        block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
-        for old_arg, arg in zip(old_block.arguments, block.arguments):
-            old_arg.replace_all_uses_with(arg)
-        for body_op in list(old_block.operations):
-            block.append(body_op.operation.detach_from_parent())
+    # (tile decisions made for the old loops do not fit the new ones)
+    new = rebuild_generic(op, [v.type for v in inits], new_ins, inits, new_maps + [out_map] * len(inits),
+                          ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * (lead + 1)),
+                          drop_attrs=("lamina.tile_sizes", "lamina.vector_sizes"))
+    with ir.InsertionPoint(op), op.location:
         for old, res in zip(op.results, new.results):
             if loops > lead + 1:
                 res = _expand(res, old.type, groups, list(ir.RankedTensorType(old.type).shape))
             old.replace_all_uses_with(res)
     op.erase()
-
-
-def _erase_dead(block: ir.Block) -> None:
-    """Erase the transposes, reshapes and inits left without users (a chain: last op first)."""
-    for o in reversed([o.operation for o in block.operations]):
-        if o.name in _RESHAPES + ("linalg.transpose", "tensor.empty") and all(not list(r.uses) for r in o.results):
-            o.erase()
 
 
 def _identity_memref(v: ir.Value) -> bool:
@@ -274,7 +245,7 @@ def erase_unused(block: ir.Block) -> None:
     """Erase the value ops (tensor semantics, no side effects) whose results are unused, last
     first, so that a chain goes at once."""
     for o in reversed([o.operation for o in block.operations]):
-        if o.name in _PURE and all(not list(r.uses) for r in o.results):
+        if o.name in _PURE and not any(has_uses(r) for r in o.results):
             o.erase()
 
 
@@ -337,23 +308,11 @@ def unswap_transposed_outputs(func_op) -> int:
         if maps[-1] != swapped_map(n) or list(op.regions[0].blocks[0].arguments[-1].uses) \
                 or not (isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty"):
             continue
+        out_t = ir.RankedTensorType(t.results[0].type)
         with ir.InsertionPoint(op), op.location:
-            out_t = ir.RankedTensorType(t.results[0].type)
             new_init = tensor.empty(list(out_t.shape), out_t.element_type)
-            new = linalg.GenericOp([out_t], list(op.operands)[:-1], [new_init],
-                                   ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps[:-1]]
-                                                    + [ir.AffineMapAttr.get(ir.AffineMap.get_identity(n))]),
-                                   op.attributes["iterator_types"])
-            for i in range(len(op.attributes)):
-                named = op.attributes[i]
-                if named.name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
-                    new.attributes[named.name] = named.attr
-            old_block = op.regions[0].blocks[0]
-            body = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
-            for old_arg, arg in zip(old_block.arguments, body.arguments):
-                old_arg.replace_all_uses_with(arg)
-            for body_op in list(old_block.operations):
-                body.append(body_op.operation.detach_from_parent())
+        new = rebuild_generic(op, [out_t], list(op.operands)[:-1], [new_init],
+                              maps[:-1] + [ir.AffineMap.get_identity(n)])
         t.results[0].replace_all_uses_with(new.results[0])
         _, chain = _reshapes_between(t.operands[0])
         t.erase()
@@ -392,7 +351,7 @@ def split_group_swaps(func_op) -> int:
         perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
         km = _group_swap(perm)
         x = op.operands[0]
-        shape = _static_shape(x)
+        shape = static_shape(x.type)
         if km is None or shape is None or str(ir.RankedTensorType(x.type).element_type) != "f32" \
                 or (km[1] - km[0] == 1 and len(perm) - km[1] == 1):   # (already a last-two swap)
             continue
@@ -421,7 +380,7 @@ def fuse_transposed_epilogues(func_op) -> int:
         if fuse_into(op):
             count += 1
     if count:
-        _erase_dead(body)
+        erase_unused(body)
     return count
 
 

@@ -141,6 +141,32 @@ def has_uses(value: ir.Value) -> bool:
     return False
 
 
+def rebuild_generic(op, result_types, ins, outs, maps, iterator_types=None, *, drop_attrs=(), block_args=None):
+    """A linalg.generic built at `op` with new operands, maps and (optionally) iterator
+    types, carrying `op`'s other attributes (but `drop_attrs`) and its body, moved in. The
+    new block's arguments stand for `op`'s arguments listed in `block_args` (default: all,
+    in order); the others must be unused. Replacing and erasing `op` is the caller's."""
+    from mlir.dialects import linalg
+
+    with ir.InsertionPoint(op), op.location:
+        new = linalg.GenericOp(result_types, ins, outs, ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+                               iterator_types if iterator_types is not None else op.attributes["iterator_types"])
+    skip = {"indexing_maps", "iterator_types", "operandSegmentSizes", *drop_attrs}
+    for i in range(len(op.attributes)):
+        named = op.attributes[i]
+        if named.name not in skip:
+            new.attributes[named.name] = named.attr
+    old_block = op.regions[0].blocks[0]
+    old_args = list(old_block.arguments)
+    order = list(range(len(old_args))) if block_args is None else list(block_args)
+    block = new.regions[0].blocks.append(*[old_args[i].type for i in order])
+    for i, arg in zip(order, block.arguments):
+        old_args[i].replace_all_uses_with(arg)
+    for body_op in list(old_block.operations):
+        block.append(body_op.operation.detach_from_parent())
+    return new
+
+
 # ---- constants <-> numpy -----------------------------------------------------------
 
 NUMPY_DTYPES = {
