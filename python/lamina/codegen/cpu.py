@@ -142,10 +142,11 @@ def _top_level_passes(pipeline: str) -> list[str]:
 
 
 def pipeline_steps(pipeline: str) -> list:
-    """The steps that lower a module: upstream pipeline texts and, once everything is
-    bufferized, the Python steps `contractions_to_blas` (codegen/blas.py), `convolutions_to_library`
-    (codegen/conv_library.py), `copies_to_loops`, `expands_to_reinterpret_casts` and
-    `strided_gathers_to_unit_stride`;
+    """The steps that lower a module: upstream pipeline texts and Python steps between them:
+    `unshare_destinations` (lowering/kernel_cse.py) right before eliminate-empty-tensors;
+    once everything is bufferized, `contractions_to_blas` (codegen/blas.py),
+    `convolutions_to_library` (codegen/conv_library.py), `copies_to_loops`,
+    `expands_to_reinterpret_casts` and `strided_gathers_to_unit_stride`;
     in the LLVM dialect at the end, `bf16_memory_as_i16` (codegen/bf16_memory.py),
     `cache_large_allocations` (codegen/cached_allocations.py) and
     `internalize_c_interface_targets`, `kernels_out_of_line` and `inline_c_interface_targets`
@@ -153,23 +154,35 @@ def pipeline_steps(pipeline: str) -> list:
     from .bf16_memory import bf16_memory_as_i16
     from .cached_allocations import cache_large_allocations
     from .function_boundaries import inline_c_interface_targets, internalize_c_interface_targets, kernels_out_of_line
+    from ..lowering.kernel_cse import unshare_destinations
 
     llvm_steps = [bf16_memory_as_i16, cache_large_allocations, internalize_c_interface_targets, kernels_out_of_line,
                   inline_c_interface_targets]
+    copy_steps = [copies_to_loops, expands_to_reinterpret_casts, strided_gathers_to_unit_stride]
 
-    passes = _top_level_passes(pipeline)
-    names = [p.split("{", 1)[0].split("(", 1)[0] for p in passes]
-    if COPY_REWRITE_AFTER not in names:
-        return [pipeline, copies_to_loops, expands_to_reinterpret_casts, strided_gathers_to_unit_stride, *llvm_steps]
-    from .blas import contractions_to_blas
-    from .conv_library import convolutions_to_library
+    steps, segment = [], []
 
-    cut = names.index(COPY_REWRITE_AFTER) + 1
-    steps = [f"builtin.module({', '.join(passes[:cut])})", contractions_to_blas, convolutions_to_library, copies_to_loops,
-             expands_to_reinterpret_casts, strided_gathers_to_unit_stride]
-    if passes[cut:]:
-        steps.append(f"builtin.module({', '.join(passes[cut:])})")
-    return steps + llvm_steps
+    def flush():
+        if segment:
+            steps.append(f"builtin.module({', '.join(segment)})")
+            segment.clear()
+
+    copies_rewritten = False
+    for p in _top_level_passes(pipeline):
+        name = p.split("{", 1)[0].split("(", 1)[0]
+        if name == "eliminate-empty-tensors":
+            flush()
+            steps.append(unshare_destinations)
+        segment.append(p)
+        if name == COPY_REWRITE_AFTER:
+            from .blas import contractions_to_blas
+            from .conv_library import convolutions_to_library
+
+            flush()
+            steps += [contractions_to_blas, convolutions_to_library, *copy_steps]
+            copies_rewritten = True
+    flush()
+    return steps + ([] if copies_rewritten else copy_steps) + llvm_steps
 
 
 @functools.lru_cache(maxsize=None)

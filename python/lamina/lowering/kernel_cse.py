@@ -13,6 +13,16 @@ reductions accumulating in one `linalg.fill` buffer (a tiled fusion then fuses o
 into both loops), and `tensor.empty` outputs that bufferization would have to copy to keep
 apart. So afterwards every `linalg.fill` and `tensor.empty` with several users is cloned
 before each further user: destinations are one per user again, as lowering built them.
+
+The schedules' own cse merges them again, and a shared destination is then a wrong result,
+not only a copy: two reductions accumulating from one fill, each stored into an output of its
+own, get the first output's buffer from `eliminate-empty-tensors` (a `to_tensor restrict` of
+it) for both, and one-shot bufferization, which cannot see the conflict with the memref-side
+store of the first output, copies the first sums over the second before they are stored
+(`a.sum(0), (a * 2).sum(0)` returned the first sums twice; InstanceNorm's weight gradient was
+its bias gradient). So the lowerings unshare them once more right before that elimination
+(`lamina-unshare-destinations`: codegen/cpu.py's pipeline steps, the NVVM generator's
+bufferization).
 """
 from __future__ import annotations
 
@@ -32,7 +42,7 @@ def unshare_destinations(func_op) -> int:
     made. Fills go first: the empties their clones share are then unshared too."""
     made = 0
     for name in _DESTINATIONS:
-        for op in [o for o in walk_ops(func_op.operation) if o.name == name]:
+        for op in [o for o in walk_ops(func_op.operation) if o.name == name and len(o.results)]:   # (not on memrefs)
             uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
             for user, index in uses[1:]:
                 user.operands[index] = op.clone(ip=ir.InsertionPoint(op)).results[0]
@@ -57,3 +67,11 @@ def merge_duplicate_work(module: ir.Module) -> None:
                            "computed once), then every fill / empty destination has one user again")
 def kernel_cse_pass(module: ir.Module, **options) -> None:
     merge_duplicate_work(module)
+
+
+@register_pass("lamina-unshare-destinations", level="L5",
+               description="every linalg.fill / tensor.empty with several users is cloned once per further user, "
+                           "so no two results start from, or bufferize into, one destination; run right before "
+                           "eliminate-empty-tensors (shared, the first output's buffer was given to both)")
+def unshare_destinations_pass(module: ir.Module, **options) -> None:
+    unshare_destinations(module)

@@ -57,3 +57,44 @@ def test_split_max_propagates_nan(monkeypatch):
     torch._dynamo.reset()
     got = torch.compile(lambda x: x.amax(dim=1), backend="lamina", options={"strict": True})(x)
     torch.testing.assert_close(got, x.amax(dim=1), equal_nan=True)
+
+
+# Several reductions of one kernel, each stored into an output of its own: CSE gives them one
+# shared zero fill, which must not make them share a destination (lowering/kernel_cse.py's
+# unshare_destinations before eliminate-empty-tensors; the second output held the first's sums).
+MULTI_OUTPUT_CASES = {
+    "two_sums_of_one_input": (lambda x: (x.sum(0), (x * 2).sum(0)), (5, 7)),
+    "sums_after_a_reduction": (lambda x: (lambda a: (a.sum(0), (a * 2).sum(0), a.amax(0)))(
+        x.reshape(2, 3, -1).sum(-1)), (6, 16)),
+    "mean_and_var": (lambda x: (x.mean(1), x.var(1), x.abs().sum(1)), (4, 9, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(MULTI_OUTPUT_CASES))
+def test_reductions_with_outputs_of_their_own(name):
+    fn, shape = MULTI_OUTPUT_CASES[name]
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(len(name)))
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="lamina", options={"strict": True})(x)
+    for g, want in zip(got, fn(x)):
+        torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm", ["instance", "group"])
+def test_affine_norm_parameter_gradients(norm):
+    """InstanceNorm2d(affine) in training: the weight's and the bias's gradients are two sums
+    of one backward kernel (the weight's was the bias's before the fix)."""
+    torch.manual_seed(0)
+    m = torch.nn.InstanceNorm2d(3, affine=True) if norm == "instance" else torch.nn.GroupNorm(2, 4)
+    with torch.no_grad():
+        m.weight.uniform_(0.5, 1.5)
+        m.bias.uniform_(-1, 1)
+    x = torch.randn(2, m.weight.numel(), 5, 4, requires_grad=True)
+    g = torch.randn(x.shape)
+    (m(x) * g).sum().backward()
+    want = [x.grad, m.weight.grad, m.bias.grad]
+    x.grad = m.weight.grad = m.bias.grad = None
+    torch._dynamo.reset()
+    (torch.compile(m, backend="lamina", options={"strict": True})(x) * g).sum().backward()
+    for got, w in zip([x.grad, m.weight.grad, m.bias.grad], want):
+        torch.testing.assert_close(got, w, rtol=1e-4, atol=1e-5)

@@ -458,6 +458,7 @@ def _check_host_function(func_op) -> None:
 
 def _bufferize(func_op) -> None:
     # (one-shot-bufferize works on modules; the kernel is alone in its scratch module)
+    unshare_destinations(func_op)   # (cse merged them: no output may start from another's destination)
     _run(func_op.parent, "builtin.module(eliminate-empty-tensors, one-shot-bufferize, canonicalize, cse)")
 
 
