@@ -33,6 +33,16 @@ def _needs_autograd(example_inputs) -> bool:
     return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
 
 
+def _dynamo_restarts() -> tuple:
+    """Exceptions that are dynamo's control flow, not a failure: AOTAutograd raises
+    TensorifyScalarRestartAnalysis when a float input of a `dynamic=True` graph (a module's
+    eps or momentum) must be specialized, and dynamo then traces the frame again; caught as a
+    failure, such a graph ran eagerly (strict: an error)."""
+    from torch._dynamo.exc import RestartAnalysis, ShortenTraceback
+
+    return (RestartAnalysis, ShortenTraceback)
+
+
 def _inference_graph(gm, example_inputs, decompositions):
     """The functional, decomposed ATen graph of `gm` when it can run with no AOTAutograd
     runtime around it (no input mutated, no output aliasing an input or another output);
@@ -49,6 +59,8 @@ def _inference_graph(gm, example_inputs, decompositions):
         with preserve_node_meta():
             graph = aot_export_joint_simple(run_node_by_node, tuple(example_inputs), trace_joint=False,
                                             decompositions=decompositions)
+    except _dynamo_restarts():
+        raise
     except Exception:  # noqa: BLE001 - mutation, aliasing, pytree I/O, or anything export cannot
         return None    # trace: AOTAutograd's path (with its own fallbacks) takes the graph
     # Ops with side effects (linalg's error checks) get effect tokens: an extra input and
@@ -95,6 +107,8 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
                            decompositions=decompositions)
     try:
         return backend(gm, example_inputs)
+    except _dynamo_restarts():
+        raise
     except _data_dependent_errors() as e:
         from .compile_fx import untraceable_graph
 

@@ -48,6 +48,12 @@ CALLEES = {
     "lamina.fft_c2c.default": 1,
     "lamina.fft_c2r.default": 1,
     "lamina.linalg_eig.default": 2,
+    # convolutions whose decomposition (importer/convolution.py) needs a size that is symbolic:
+    # a transposed or backward convolution's spatial sizes, symbolic channels. Static ones are
+    # decomposed, and then run on the same host routines (oneDNN, cuDNN) as library
+    # convolutions; convolution_backward's calls each compute one gradient (output_mask)
+    "aten.convolution.default": 1,
+    "aten.convolution_backward.default": 3,
 }
 
 

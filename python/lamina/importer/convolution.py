@@ -14,8 +14,11 @@ transposed, output_padding, bias) and aten.convolution_backward, as lamina.convo
                grad_bias          grad_out summed over every dim but channels
 
 Channels and kernel sizes must be static; the batch may be symbolic, and so may the spatial
-sizes of a forward, non-transposed convolution (a symbolic spatial size elsewhere is reported
-and falls back).
+sizes of a forward, non-transposed convolution. Where the decomposition needs a size that is
+symbolic (a transposed convolution's or a backward's spatial sizes, symbolic channels), the
+convolution is a library call of the ATen routine instead (importer/library_calls.py; the
+host's oneDNN or cuDNN, which every static convolution runs on too): `dynamic=True` training
+of a convolutional network compiles, where it fell back.
 """
 from __future__ import annotations
 
@@ -25,11 +28,22 @@ from ..dialect import ops
 from ..dialect import symbols as S
 from ..dialect import types as T
 from .aten_ops import cast, constant, elem, meta_type, register, reshape, shape, slice_
+from .library_calls import library_call, supported as library_supported
 
 
 def _spatial(values, r: int) -> list[int]:
     values = [int(v) for v in values]
     return values * r if len(values) == 1 else values
+
+
+def _convertible(node) -> str | None:
+    """Decomposed where the sizes it needs are static, else a library call (float32/64)."""
+    why = _static_spatial(node)
+    if why is None or why.startswith("a convolution with no input channels"):
+        return why
+    if library_supported(node) is not None:
+        return f"{why}; as a library call: {library_supported(node)}"
+    return None
 
 
 def _static_spatial(node) -> str | None:
@@ -46,7 +60,11 @@ def _static_spatial(node) -> str | None:
         dims = [] if (forward and i == 0) else val.shape[1:]   # x's channels: the weight's
         if any(not isinstance(d, int) for d in dims):
             return "a convolution with symbolic channels or kernel sizes, or a symbolic spatial size in a " \
-                   "transposed or backward convolution (not supported yet)"
+                   "transposed or backward convolution"
+    backward = node.target is torch.ops.aten.convolution_backward.default
+    x = node.args[1].meta.get("val") if backward else None
+    if backward and node.args[10][1] and not isinstance(x.shape[0], int):
+        return "a weight gradient over a symbolic batch (the batch is a dim of its kernel)"
     return None
 
 
@@ -148,8 +166,10 @@ def _add_bias(y, bias):
     return ops.add(y, b)
 
 
-@register("aten.convolution.default", check=_static_spatial)
+@register("aten.convolution.default", check=_convertible)
 def _convolution(imp, node, a):
+    if _static_spatial(node) is not None:
+        return library_call(imp, node)
     x, w = a.input, a.weight
     r = len(shape(x)) - 2
     stride, dilation = _spatial(a.stride, r), _spatial(a.dilation, r)
@@ -164,13 +184,16 @@ def _convolution(imp, node, a):
     return cast(y, want.element_type)
 
 
-@register("aten.convolution_backward.default", check=_static_spatial)
+@register("aten.convolution_backward.default", check=_convertible)
 def _convolution_backward(imp, node, a):
     go, x, w = a.grad_output, a.input, a.weight
+    mask = list(a.output_mask)
+    if _static_spatial(node) is not None:   # one call per gradient, each computing only its own
+        return tuple(library_call(imp, node, i, {"output_mask": [j == i for j in range(3)]}) if need else None
+                     for i, need in enumerate(mask))
     r = len(shape(x)) - 2
     stride, dilation, padding = _spatial(a.stride, r), _spatial(a.dilation, r), _spatial(a.padding, r)
     ks = shape(w)[2:]
-    mask = list(a.output_mask)
     grad_input = grad_weight = grad_bias = None
     if mask[0]:
         if a.transposed:

@@ -22,6 +22,8 @@ from ..dialect.library_callees import CALLEES
 from .aten_ops import meta_type, register, schema_arguments
 
 _REAL = (torch.float32, torch.float64)
+# callees whose converters decide themselves when they are library calls (importer/convolution.py)
+_OWN_CONVERTERS = ("aten.convolution.default", "aten.convolution_backward.default")
 _INDEX = (torch.int32, torch.int64)
 
 
@@ -29,7 +31,7 @@ def _tensors(vals):
     return [v for v in (vals if isinstance(vals, (list, tuple)) else [vals]) if isinstance(v, torch.Tensor)]
 
 
-def _supported(node) -> str | None:
+def supported(node) -> str | None:
     """Real float inputs and outputs (pivots and infos as ints), at most three tensor
     arguments, every argument a tensor node or a JSON-able constant (symbolic sizes are the
     buffers': the routine reads them off its operands)."""
@@ -63,7 +65,10 @@ def _supported(node) -> str | None:
     return None
 
 
-def _call(imp, node, a):
+def library_call(imp, node, result: int | None = None, overrides: dict | None = None):
+    """`lamina.library_callN` ops calling node's ATen routine: the op of output `result`, or
+    (None) one op per tensor output (None where the output is not a tensor). `overrides`
+    replaces arguments (convolution_backward's output_mask: each op computes its own output)."""
     operands, arguments = [], {}
     for arg, value in schema_arguments(node):
         if isinstance(value, torch.fx.Node):
@@ -71,6 +76,7 @@ def _call(imp, node, a):
             operands.append(imp.values[value])
         else:
             arguments[arg.name] = list(value) if isinstance(value, tuple) else value
+    arguments.update(overrides or {})
     callee = str(node.target)   # "aten.linalg_qr.default", "lamina.fft_r2c.default"
     callee = callee if callee.count(".") == 2 else f"aten.{callee}"
     build = getattr(ops, f"library_call{len(operands)}")
@@ -78,11 +84,17 @@ def _call(imp, node, a):
     val = node.meta["val"]
     if isinstance(val, torch.Tensor):
         return build(*operands, callee=callee, arguments=text, result=0, result_type=meta_type(node))
+    if result is not None:
+        return build(*operands, callee=callee, arguments=text, result=result, result_type=meta_type(node, result))
     return tuple(build(*operands, callee=callee, arguments=text, result=i, result_type=meta_type(node, i))
                  if isinstance(v, torch.Tensor) else None for i, v in enumerate(val))
 
 
-register(*CALLEES, check=_supported)(_call)
+def _call(imp, node, a):
+    return library_call(imp, node)
+
+
+register(*(c for c in CALLEES if c not in _OWN_CONVERTERS), check=supported)(_call)
 
 
 # ---- effects ------------------------------------------------------------------------------

@@ -262,3 +262,51 @@ def test_gathers_and_scatters_with_a_changing_batch(target):
     records = _records_since(before)
     _assert_no_fallback(records)
     assert any(r["dynamic"] for r in records), records
+
+
+class _ConvNet(torch.nn.Module):
+    """Convolutions of every kind a symbolic length reaches: a strided 1-d one with a kernel
+    longer than 3 (its output length s - 3 is negative at sample values the memory-plan check
+    tries), a depthwise 2-d one, a transposed one, batch norm (float attributes: dynamo
+    restarts its analysis to specialize them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv1d(3, 6, 4)
+        self.c2 = torch.nn.Conv2d(6, 6, 3, padding=1, groups=6, stride=2)
+        self.bn = torch.nn.BatchNorm2d(6)
+        self.up = torch.nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1)
+
+    def forward(self, x, img):
+        y = torch.relu(self.c1(x)).amax(-1)                       # [N, 6]
+        z = self.up(torch.relu(self.bn(self.c2(img))))            # [N, 4, H', W']
+        return z * y[:, :4, None, None]
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_convolutions_of_symbolic_sizes_forward_and_backward(train):
+    """dynamic=True: convolutions whose decomposition needs a symbolic size (transposed,
+    backward, the weight gradient over a symbolic batch) are library calls of the ATen routine;
+    every graph compiles with no fallback, for two sets of sizes, forward and backward."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model, ref = _ConvNet().train(train), _ConvNet().train(train)
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for n, length, hw in ((3, 11, 9), (2, 17, 14)):
+        x, img = torch.randn(n, 3, length), torch.randn(n, 6, hw, hw + 1)
+        with torch.set_grad_enabled(train):
+            got, want = compiled(x, img), ref(x, img)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        if train:
+            got.square().sum().backward()
+            want.square().sum().backward()
+            for p, q in zip(model.parameters(), ref.parameters()):
+                torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+                p.grad = q.grad = None
+            for b, c in zip(model.buffers(), ref.buffers()):   # running statistics
+                torch.testing.assert_close(b, c)
+    records = _records_since(before)
+    _assert_no_fallback(records)
+    assert any(r["dynamic"] for r in records), records
