@@ -340,7 +340,7 @@ def _mul(imp, node, a):
     return binary("mul", a.self, a.other)
 
 
-@register("aten.div.Tensor", "aten.div.Scalar")
+@register("aten.div.Tensor", "aten.div.Scalar", "aten.true_divide.Tensor", "aten.true_divide.Scalar")
 def _div(imp, node, a):
     return binary("div", a.self, a.other)
 
@@ -538,7 +538,10 @@ def _local_scalar_dense(imp, node, a):
 
 @register("aten.scalar_tensor.default")
 def _scalar_tensor(imp, node, a):
-    return constant(a.s, meta_type(node).element_type)
+    want = meta_type(node)
+    if isinstance(a.s, ir.Value):   # a symbolic size or float (a rank-0 tensor of its value)
+        return cast(reshape(a.s, T.tensor_type([], elem(a.s))), want.element_type)
+    return constant(a.s, want.element_type)
 
 
 def _splat_like_meta(value_key):

@@ -70,10 +70,19 @@ def _constant_pad_nd(imp, node, a):
 #   unfold(x, d, size, step)  index_select of the windows' positions along d, split into
 #                         [count, size], the window dim moved last — static size along d
 
+def _repeat_count(r) -> int | str:
+    """A repeat count as a lamina dim (a symbolic one arrives as a sym_size node)."""
+    from ..dialect import symbols as S
+
+    val = r.meta.get("val") if isinstance(r, torch.fx.Node) else r
+    return S.dim_of(val) if isinstance(val, (int, torch.SymInt)) else S.UNKNOWN
+
+
 def _repeat_check(node):
-    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-    if isinstance(x, torch.Tensor) and any(not isinstance(r, int) for r in node.args[1]):
-        return "repeat by a symbolic count (not supported yet)"
+    from ..dialect import symbols as S
+
+    if any(_repeat_count(r) == S.UNKNOWN for r in node.args[1]):
+        return "repeat by a count that is neither an int nor a size"
     return None
 
 
@@ -82,7 +91,7 @@ def _repeat(imp, node, a):
     from ..dialect import symbols as S
 
     x = a.self
-    reps = [int(r) for r in a.repeats]
+    reps = [_repeat_count(r) for r in node.args[1]]   # (InstanceNorm repeats its weight by the batch)
     sizes = [1] * (len(reps) - rank(x)) + list(shape(x))
     et = elem(x)
     interleaved_one, interleaved = [], []

@@ -310,3 +310,39 @@ def test_convolutions_of_symbolic_sizes_forward_and_backward(train):
     records = _records_since(before)
     _assert_no_fallback(records)
     assert any(r["dynamic"] for r in records), records
+
+
+class _NormUpsampleNet(torch.nn.Module):
+    """InstanceNorm (its weight repeated by the symbolic batch), GroupNorm, pixel shuffle and
+    bilinear upsampling by a scale factor (its backward divides by sizes as scalar tensors)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.inorm = torch.nn.InstanceNorm2d(8, affine=True)
+        self.gnorm = torch.nn.GroupNorm(2, 8)
+        self.shuffle = torch.nn.PixelShuffle(2)
+
+    def forward(self, x):
+        y = torch.nn.functional.silu(self.inorm(self.conv(x)))
+        y = self.shuffle(self.gnorm(torch.cat([y[:, :4], torch.nn.functional.hardswish(y[:, 4:])], 1)))
+        return torch.nn.functional.interpolate(y, scale_factor=2, mode="bilinear", align_corners=False)
+
+
+def test_norms_and_upsampling_of_a_symbolic_batch_train():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model, ref = _NormUpsampleNet().train(), _NormUpsampleNet().train()
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for n, hw in ((3, 6), (2, 5)):
+        x = torch.randn(n, 4, hw, hw)
+        got, want = compiled(x), ref(x)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        got.square().sum().backward()
+        want.square().sum().backward()
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+            p.grad = q.grad = None
+    _assert_no_fallback(_records_since(before))
