@@ -606,30 +606,69 @@ class FxImporter:
         except Exception as e:  # infer.ShapeError, MLIR errors, converter bugs
             raise LaminaImportError(f"{type(e).__name__}: {e}", node) from e
         if conv.quantized != "gives":
-            self._check(node, result)
+            result = self._check(node, result)
         return _wrap_uint8(node, result, aten_ops)
 
     def _check(self, node, result):
+        """The converter's result, checked against torch's types (and brought to them where
+        only the statement of a size differs); raises LaminaImportError where they differ."""
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor):
-            pairs = [(val, result)]
-        elif not isinstance(val, (list, tuple)):
-            return  # a scalar (item()): its rank-0 tensor has no torch type to compare with
-        else:
-            # None results are outputs the converter does not produce (max.dim's indices);
-            # its check() guarantees nothing reads them.
-            pairs = [(v, r) for v, r in zip(val, result) if isinstance(v, torch.Tensor) and r is not None]
-        for v, r in pairs:
-            want = expected_type(v)
-            if r is not None and r.type != want and _same_but_symbols(r.type, want):
-                # torch's shape environment knows the symbolic sizes better (e.g. a slice of
-                # s0 it has simplified under its guards): take its expressions.
-                r.set_type(want)
-            if r is None or r.type != want:
-                got = None if r is None else r.type
-                raise LaminaImportError(
-                    f"lamina result type {got} differs from torch's {want} "
-                    f"(shape {list(v.shape)}, dtype {v.dtype})", node)
+            return self._checked(node, val, result)
+        if not isinstance(val, (list, tuple)):
+            return result   # a scalar (item()): its rank-0 tensor has no torch type to compare with
+        # None results are outputs the converter does not produce (max.dim's indices); its
+        # check() guarantees nothing reads them.
+        return type(result)(self._checked(node, v, r) if isinstance(v, torch.Tensor) and r is not None else r
+                            for v, r in zip(val, result))
+
+    def _checked(self, node, v, r):
+        want = expected_type(v)
+        if r is not None and r.type != want and _same_but_symbols(r.type, want):
+            # torch's shape environment knows the symbolic sizes better (e.g. a slice of
+            # s0 it has simplified under its guards): take its expressions.
+            r.set_type(want)
+        elif r is not None and r.type != want and self._same_at_hints(r.type, want):
+            # a size static on one side and symbolic on the other, equal at the graph's
+            # example values: dynamo specialized it under a guard (a pooled size of 1), or a
+            # rule found it static where torch states an expression (a symbolic size broadcast
+            # against a static one, which its guard makes equal). torch's statement is the one
+            # the graph's other nodes use.
+            from .aten_ops import reshape
+
+            r = reshape(r, want)
+        if r is None or r.type != want:
+            got = None if r is None else r.type
+            raise LaminaImportError(
+                f"lamina result type {got} differs from torch's {want} "
+                f"(shape {list(v.shape)}, dtype {v.dtype})", node)
+        return r
+
+    def _same_at_hints(self, a: ir.Type, b: ir.Type) -> bool:
+        """Same element type and rank, and every size equal at the symbols' example values."""
+        a, b = ir.RankedTensorType(a), ir.RankedTensorType(b)
+        if a.element_type != b.element_type or a.rank != b.rank:
+            return False
+        hints = self._symbol_hints()
+        try:
+            return all(S.evaluate(str(x), hints) == S.evaluate(str(y), hints) if x != y else True
+                       for x, y in zip(T.dims_of(a), T.dims_of(b)))
+        except Exception:  # noqa: BLE001 - a symbol with no example value: not provably the same
+            return False
+
+    def _symbol_hints(self) -> dict:
+        if getattr(self, "_hints", None) is None:
+            self._hints = {}
+            for n in self.gm.graph.nodes:
+                for t in ([n.meta.get("val")] if not isinstance(n.meta.get("val"), (list, tuple)) else n.meta["val"]):
+                    dims = list(t.shape) if isinstance(t, torch.Tensor) else [t]
+                    for d in dims:
+                        if isinstance(d, torch.SymInt):
+                            shape_env = d.node.shape_env
+                            env = getattr(shape_env, "backed_var_to_val", None) or shape_env.var_to_val
+                            self._hints.update({str(k): int(v) for k, v in env.items()})
+                            return self._hints
+        return self._hints
 
 
 def _uint8_scalars(node, args) -> None:

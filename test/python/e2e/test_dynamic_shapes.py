@@ -346,3 +346,36 @@ def test_norms_and_upsampling_of_a_symbolic_batch_train():
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
             p.grad = q.grad = None
     _assert_no_fallback(_records_since(before))
+
+
+class _SpecializedSizes(torch.nn.Module):
+    """A stride-4 convolution of a 4x4 input: dynamo specializes its 1x1 output (lamina's rule
+    states 1 + (s - 1) // 4); a class token and a position embedding of static length added to
+    patches whose count torch keeps as an expression (its guard makes them equal)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = torch.nn.Conv2d(3, 8, 3, stride=4, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.patches = torch.nn.Conv2d(3, 8, 2, stride=2)
+        self.pos = torch.nn.Parameter(torch.randn(1, 5, 8))
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.c(x)))
+        tokens = torch.cat([y.flatten(2).transpose(1, 2), self.patches(x).flatten(2).transpose(1, 2)], 1)
+        return (tokens + self.pos).softmax(-1)
+
+
+def test_sizes_torch_states_otherwise():
+    """A size static on one side and symbolic on the other (equal under dynamo's guards)
+    takes torch's statement (a reshape), where the import failed."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _SpecializedSizes().eval()
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    with torch.no_grad():
+        for n in (2, 3):
+            x = torch.randn(n, 3, 4, 4)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+    _assert_no_fallback(_records_since(before))
