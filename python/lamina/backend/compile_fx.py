@@ -72,6 +72,12 @@ def _device_type(d) -> str | None:
     return None
 
 
+def _flat_nodes(args) -> list:
+    found = []
+    torch.fx.node.map_arg(args, found.append)
+    return found
+
+
 def _first_user(node: torch.fx.Node) -> torch.fx.Node | None:
     return next((u for u in node.users if u.op == "call_function"), None)
 
@@ -97,6 +103,7 @@ def _unsupported_devices(gm: torch.fx.GraphModule, example_inputs, devices) -> l
         # target's device with the call, as Inductor treats such scalars
         return isinstance(v, torch.Tensor) and v.device.type == "cpu" and v.dim() == 0
 
+    returned = {a for n in gm.graph.nodes if n.op == "output" for a in _flat_nodes(n.args)}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for i, n in enumerate(placeholders):
         if cpu_scalar(n.meta.get("val")):
@@ -112,6 +119,10 @@ def _unsupported_devices(gm: torch.fx.GraphModule, example_inputs, devices) -> l
                 value = n.meta.get("val")
             check(value, f"constant {n.target}", _first_user(n) or n)
         elif n.op == "call_function":
+            if cpu_scalar(n.meta.get("val")) and n not in returned:
+                # a 0-d CPU tensor made inside the graph (scalar_tensor of a size in a
+                # decomposition): torch lets it meet CUDA tensors; lamina computes it there
+                continue
             d = _device_type(n.kwargs.get("device"))
             if d is not None and d not in devices:
                 found.append((d, f"{_op_name(n)}(device={n.kwargs['device']})", n))

@@ -52,6 +52,7 @@ class _Program:
         self.tensor_params: list[str] = []
         self.loop_names = {"r", "roff"}   # names that vary inside a lane loop
         self.lane_vars: set[str] = set()   # variables computed from the lane counter (emit)
+        self.row_vars: set[str] = set()    # ... and from the row counter
         # int parameters Triton should not specialize on (sizes that only split a program
         # id into indices: their divisibility by 16 buys nothing, and a new compile per
         # batch or head count would)
@@ -71,8 +72,11 @@ class _Program:
         s.lines.append("    " * s.indent + line)
         m = re.match(r"\s*([A-Za-z_]\w*) = (.*)", line)
         if m:
-            if self.depends_on_lanes(m.group(2).split("  #")[0]):
+            rhs = m.group(2).split("  #")[0]
+            if self.depends_on_lanes(rhs):
                 self.lane_vars.add(m.group(1))
+            if self.depends_on_rows(rhs):
+                self.row_vars.add(m.group(1))
             if s is not self.root:
                 self.loop_names.add(m.group(1))
 
@@ -81,6 +85,12 @@ class _Program:
         (or a loop's `roff`), directly or through the variables it was computed from (an
         index gathered from a lane's data reads it too, whatever its name)."""
         return any(tok in ("r", "roff") or tok in self.lane_vars for tok in re.findall(r"[A-Za-z_]\w*", expr))
+
+    def depends_on_rows(self, expr: str) -> bool:
+        """Whether `expr` varies across a program's rows: it reads a row name (xrow, x0,
+        xi5, ...), directly or through the variables it was computed from (an index split
+        from a linear position of rows and lanes is named for its lanes, `ri`)."""
+        return any(tok[0] == "x" or tok in self.row_vars for tok in re.findall(r"[A-Za-z_]\w*", expr))
 
     def let(self, expr: str, prefix: str = "v", key=None, comment: str | None = None, scope=None) -> str:
         if _is_int(expr) or re.fullmatch(r"[A-Za-z_]\w*", expr) or expr.startswith("float("):
@@ -202,9 +212,9 @@ class _Eval:
 
     def mask_for(self, expr: str, extra: str | None) -> str | None:
         parts = []
-        if re.search(r"\bx\w*", expr):
+        if re.search(r"\bx\w*", expr) or self.p.depends_on_rows(expr):
             parts.append("xmask")
-        if re.search(r"\br\w*", expr):
+        if re.search(r"\br\w*", expr) or self.p.depends_on_lanes(expr):
             parts.append(self.p.current_rmask)
         if extra:
             parts.append(extra)
@@ -664,7 +674,10 @@ class _ProgramBuilder:
             for j in reversed(range(len(idx))):
                 lin = _add(lin, _mul(idx[j], stride))
                 stride = _mul(stride, p.sizes_in_kernel(cg.size(v, j)))
-            lin = p.let(lin, prefix="i")
+            if not re.search(r"\b(?:[xr]|v|acc)\w*", lin):
+                # (only then: tensor_load and mask_for read an offset's dependence on the
+                # rows, the lanes and the program's values off its names, which a let hides)
+                lin = p.let(lin, prefix="i")
             src = self._split(lin, cg.shape(srcv))
             return self.value(srcv, src, cond)
         if name == "tensor.extract_slice":
