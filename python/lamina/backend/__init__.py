@@ -43,6 +43,36 @@ def _dynamo_restarts() -> tuple:
     return (RestartAnalysis, ShortenTraceback)
 
 
+_INPLACE_OPERATORS = ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand", "ior", "ixor",
+                      "ilshift", "irshift", "imatmul", "setitem")
+
+
+def _mutates_attributes(gm) -> bool:
+    """Whether the graph has tensor attributes (get_attr: an optimizer's state, which dynamo
+    does not lift to inputs) and an in-place op. The inference path's export runs the graph
+    on its real attributes (its inputs are fake), so an Adam step's `step += 1` happened
+    once at compile time and again at the first call (every parameter moved by the second
+    step's size); AOTAutograd's path fakes them."""
+    import operator
+
+    import torch
+
+    if not any(n.op == "get_attr" and isinstance(getattr(gm, n.target, None), torch.Tensor)
+               for n in gm.graph.nodes):
+        return False
+    inplace = {getattr(operator, name) for name in _INPLACE_OPERATORS}
+    for n in gm.graph.nodes:
+        if n.op == "call_method" and n.target.endswith("_") and not n.target.startswith("_"):
+            return True
+        if n.op == "call_function":
+            schema = getattr(n.target, "_schema", None)
+            name = getattr(n.target, "__name__", "")
+            if n.target in inplace or (schema is not None and schema.is_mutable) or \
+                    (name.endswith("_") and not name.startswith("_")):
+                return True
+    return False
+
+
 def _inference_graph(gm, example_inputs, decompositions):
     """The functional, decomposed ATen graph of `gm` when it can run with no AOTAutograd
     runtime around it (no input mutated, no output aliasing an input or another output);
@@ -94,7 +124,7 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
 
         get_pool().warm()   # the first worker boots while AOTAutograd traces
     decompositions = lamina_decompositions()
-    if not _needs_autograd(example_inputs):
+    if not _needs_autograd(example_inputs) and not _mutates_attributes(gm):
         inference = _inference_graph(gm, example_inputs, decompositions)
         if inference is not None:
             from .compile_fx import compile_fx

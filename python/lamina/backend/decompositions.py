@@ -380,4 +380,86 @@ def _build_table() -> dict:
             table[target] = decomposition_table[target]
     table.update(_OVERRIDES)
     table.update(window_decompositions())
+    table.update(foreach_decompositions())
+    return table
+
+
+# ---- torch._foreach_* (optimizers' multi-tensor steps, grad clipping) -------------------------
+#
+# A foreach op applies one op to each tensor of its lists: decomposed into those ops, one per
+# tensor, which lamina fuses as it fuses any elementwise op (Inductor lowers them natively;
+# torch has no decomposition). `Scalar[]` arguments and the `scalars` tensor of the `.Tensor`
+# overloads give each tensor its own value; a `Tensor` argument is shared by all.
+
+def _foreach_single(base: str):
+    """The per-tensor op of `_foreach_<base>`, called with the foreach op's arguments (kwargs
+    by the foreach schema's names)."""
+    if base == "norm":
+        return lambda t, ord=2, dtype=None: torch.linalg.vector_norm(t, ord, dtype=dtype)
+    if base == "copy":
+        return lambda t, src, non_blocking=False: aten.copy.default(t, src)
+    if base in ("addcmul", "addcdiv"):
+        combine = aten.mul.Tensor if base == "addcmul" else aten.div.Tensor
+
+        def add_product(t, t1, t2, value=1, scalars=None):
+            scale = value if scalars is None else scalars   # (a 0-d tensor of the .Tensor overload)
+            return aten.add.Tensor(t, aten.mul.Tensor(combine(t1, t2), scale))
+        return add_product
+    packet = getattr(aten, base, None)
+    if packet is None:
+        return None   # (_foreach_powsum and such: no op of that name; left as they are)
+    return lambda *args, **kwargs: packet(*args, **kwargs)
+
+
+def _foreach_decomposition(overload):
+    schema = overload._schema
+    base = schema.name.split("::")[1][len("_foreach_"):]
+    single = _foreach_single(base)
+    if single is None:
+        return None
+    per_tensor = {a.name for a in schema.arguments if str(a.type).endswith("[]") or str(a.type).startswith("List[")}
+    if overload._overloadname == "Tensor" and base in ("addcmul", "addcdiv"):
+        per_tensor.add("scalars")
+    keyword = {a.name for a in schema.arguments if a.kwarg_only}
+    if base in ("addcmul", "addcdiv"):
+        keyword |= {"value", "scalars"}
+    elif base in ("norm", "copy"):
+        keyword |= {a.name for a in schema.arguments[1:]}
+    names = [a.name for a in schema.arguments]
+
+    def decompose(*args, **kwargs):
+        bound = dict(zip(names, args), **kwargs)
+        count = len(next(bound[n] for n in names if n in per_tensor and n in bound and n != "scalars"))
+        out = []
+        for i in range(count):
+            pos, kw = [], {}
+            for n in names:
+                if n not in bound:
+                    continue
+                v = bound[n][i] if n in per_tensor else bound[n]
+                if n in keyword:
+                    kw[n] = v
+                else:
+                    pos.append(v)
+            out.append(single(*pos, **kw))
+        return out
+    return decompose
+
+
+def foreach_decompositions() -> dict:
+    table = {}
+    names = {n.split("::")[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names()
+             if n.startswith("aten::_foreach_")}
+    for name in sorted(names):
+        if name.endswith("_"):
+            continue   # (in-place forms are functionalized to these first)
+        packet = getattr(aten, name)
+        for overload_name in packet.overloads():
+            if "out" in overload_name:
+                continue
+            overload = getattr(packet, overload_name)
+            if str(overload._schema.returns[0].type) in ("Tensor[]", "List[Tensor]") and not overload._schema.is_mutable:
+                decompose = _foreach_decomposition(overload)
+                if decompose is not None:
+                    table[overload] = decompose
     return table

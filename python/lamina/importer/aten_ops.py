@@ -43,7 +43,33 @@ class Converter:
     raw_args: bool = False
 
 
-CONVERTERS: dict = {}
+class _ConverterTable(dict):
+    """OpOverload -> Converter. An op that a torch module defines only once it is imported
+    is registered by name and found by name when a graph first has it: inductor's
+    `prims.fma`, which dynamo writes for `addcmul_(..., value=v)` (every Adam step)."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_name: dict[str, Converter] = {}
+
+    def __missing__(self, target):
+        conv = self.by_name.get(str(target)) if self.by_name else None
+        if conv is None:
+            raise KeyError(target)
+        self[target] = conv
+        return conv
+
+    def get(self, target, default=None):
+        try:
+            return self[target]
+        except (KeyError, TypeError):
+            return default
+
+    def __contains__(self, target) -> bool:
+        return self.get(target) is not None
+
+
+CONVERTERS: _ConverterTable = _ConverterTable()
 
 
 def _resolve(name: str):
@@ -61,6 +87,8 @@ def register(*names: str, check: Callable | None = None, sizes_only: bool = Fals
             target = _resolve(n)
             if target is not None:
                 CONVERTERS[target] = Converter(fn, check, sizes_only)
+            elif n.startswith("prims."):   # (defined by a module not imported yet)
+                CONVERTERS.by_name[n] = Converter(fn, check, sizes_only)
         return fn
     return deco
 
@@ -338,6 +366,16 @@ def _rsub(imp, node, a):
 @register("aten.mul.Tensor", "aten.mul.Scalar")
 def _mul(imp, node, a):
     return binary("mul", a.self, a.other)
+
+
+@register("prims.fma.default")
+def _fma(imp, node, a):
+    """a * b + c rounded once: a float32 (or narrower) product is exact in float64, whose
+    sum is then rounded to the result's type; float64 is multiplied and added."""
+    want = meta_type(node).element_type
+    wide = T.element_type("f64") if T.is_float(want) and str(want) != "f64" else want
+    x, y, z = (cast(v, wide) if isinstance(v, ir.Value) else constant(v, wide) for v in (a.a, a.b, a.c))
+    return cast(ops.add(ops.mul(x, y), z), want)
 
 
 @register("aten.div.Tensor", "aten.div.Scalar", "aten.true_divide.Tensor", "aten.true_divide.Scalar")
