@@ -57,8 +57,13 @@ def _mutates_attributes(gm) -> bool:
 
     import torch
 
-    if not any(n.op == "get_attr" and isinstance(getattr(gm, n.target, None), torch.Tensor)
-               for n in gm.graph.nodes):
+    def attribute(target):
+        try:
+            return operator.attrgetter(target)(gm)
+        except AttributeError:
+            return None
+
+    if not any(n.op == "get_attr" and isinstance(attribute(n.target), torch.Tensor) for n in gm.graph.nodes):
         return False
     inplace = {getattr(operator, name) for name in _INPLACE_OPERATORS}
     for n in gm.graph.nodes:

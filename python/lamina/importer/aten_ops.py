@@ -370,8 +370,9 @@ def _mul(imp, node, a):
 
 @register("prims.fma.default")
 def _fma(imp, node, a):
-    """a * b + c rounded once: a float32 (or narrower) product is exact in float64, whose
-    sum is then rounded to the result's type; float64 is multiplied and added."""
+    """a * b + c with the product unrounded: a float32 (or narrower) product is exact in
+    float64, and the float64 sum is rounded to the result's type (within an ulp of one
+    rounding: the sum may round twice); float64 is multiplied and added."""
     want = meta_type(node).element_type
     wide = T.element_type("f64") if T.is_float(want) and str(want) != "f64" else want
     x, y, z = (cast(v, wide) if isinstance(v, ir.Value) else constant(v, wide) for v in (a.a, a.b, a.c))
