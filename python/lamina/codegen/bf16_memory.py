@@ -14,7 +14,10 @@ this step loads and stores the i16 vector instead and drops the bitcasts:
     %v = llvm.load %p : !llvm.ptr -> vector<8xbf16>             %v = llvm.load %p
     %i = llvm.bitcast %v : vector<8xbf16> to vector<8xi16>  ->    : !llvm.ptr -> vector<8xi16>
 
-(masked loads and stores likewise, with the pass-through value bitcast). Loads and stores of other types are left alone.
+(masked loads and stores likewise, with the pass-through value bitcast). Scalar bf16 loads and
+stores too: LLVM's vectorizers otherwise make bf16 vectors of a kernel's scalar copy and fill
+loops, which x86 without AVX-512 BF16 cannot always legalize (a bf16 convolution's backward
+aborted its compile worker). Loads and stores of other types are left alone.
 """
 from __future__ import annotations
 
@@ -27,10 +30,16 @@ _MEMORY_OPS = {"llvm.load": None, "llvm.store": 0, "llvm.intr.masked.load": None
 
 
 def _bf16_vector(t: ir.Type) -> bool:
-    return isinstance(t, ir.VectorType) and isinstance(t.element_type, ir.BF16Type)
+    """A bf16 vector, or a bf16 scalar: LLVM's vectorizers turn loops of scalar bf16 loads
+    and stores (a kernel's copies and fills) into bf16 vectors it cannot legalize on x86
+    ("Do not know how to soft promote this operator's operand", scalar_to_vector v32bf16:
+    a bf16 convolution's backward aborted its compile worker); as i16 they are plain moves."""
+    return isinstance(t, ir.BF16Type) or (isinstance(t, ir.VectorType) and isinstance(t.element_type, ir.BF16Type))
 
 
 def _as_i16(t: ir.Type) -> ir.Type:
+    if isinstance(t, ir.BF16Type):
+        return ir.IntegerType.get_signless(16)
     v = ir.VectorType(t)
     if v.scalable:
         return ir.VectorType.get(v.shape, ir.IntegerType.get_signless(16), scalable=v.scalable_dims)

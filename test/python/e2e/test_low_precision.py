@@ -131,3 +131,26 @@ def test_zero_dim_tensors_and_python_scalars(dtype):
     for out, want, ref in zip(got, fn(*args), reference):
         assert out.dtype == want.dtype and out.shape == want.shape
         _assert_as_close_as_eager(out, want, ref, dtype)
+
+
+def test_bf16_convolution_training_compiles():
+    """relu(conv2d(x)) in bf16, forward and backward, with no fallback: the backward's scalar
+    bf16 copy and fill loops became bf16 vectors in LLVM's vectorizers that x86's instruction
+    selection could not legalize, and the compile worker aborted (codegen/bf16_memory.py)."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 5, 6, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(6, 4, 3, 3, dtype=torch.bfloat16, requires_grad=True)
+
+    def f(x, w):
+        return torch.relu(F.conv2d(x, w, padding=1))
+
+    g = torch.randn(2, 6, 5, 6, dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    before = len(lamina_backend.reports())
+    (torch.compile(f, backend="lamina", options={"strict": True})(x, w) * g).float().sum().backward()
+    got = [x.grad.clone(), w.grad.clone()]
+    x.grad = w.grad = None
+    (f(x, w) * g).float().sum().backward()
+    for a, b in zip(got, [x.grad, w.grad]):
+        torch.testing.assert_close(a, b, rtol=2e-2, atol=5e-2)
+    assert all(r["fallback_ops"] == [] for r in lamina_backend.reports()[before:])
