@@ -36,14 +36,17 @@ def _spatial(values, r: int) -> list[int]:
     return values * r if len(values) == 1 else values
 
 
+# the host's convolutions take 16-bit floats too (oneDNN, cuDNN), unlike the LAPACK routines
+_LIBRARY_FLOATS = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+
+
 def _convertible(node) -> str | None:
-    """Decomposed where the sizes it needs are static, else a library call (float32/64)."""
+    """Decomposed where the sizes it needs are static, else a library call."""
     why = _static_spatial(node)
     if why is None or why.startswith("a convolution with no input channels"):
         return why
-    if library_supported(node) is not None:
-        return f"{why}; as a library call: {library_supported(node)}"
-    return None
+    refused = library_supported(node, _LIBRARY_FLOATS)
+    return None if refused is None else f"{why}; as a library call: {refused}"
 
 
 def _static_spatial(node) -> str | None:

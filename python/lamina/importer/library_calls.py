@@ -31,7 +31,7 @@ def _tensors(vals):
     return [v for v in (vals if isinstance(vals, (list, tuple)) else [vals]) if isinstance(v, torch.Tensor)]
 
 
-def supported(node) -> str | None:
+def supported(node, floats: tuple = _REAL) -> str | None:
     """Real float inputs and outputs (pivots and infos as ints), at most three tensor
     arguments, every argument a tensor node or a JSON-able constant (symbolic sizes are the
     buffers': the routine reads them off its operands)."""
@@ -52,7 +52,7 @@ def supported(node) -> str | None:
             except TypeError:
                 return f"{arg.name}: an argument of type {type(value).__name__}"
         for t in inputs:
-            if t.dtype not in _REAL + _INDEX:
+            if t.dtype not in floats + _INDEX:
                 return f"{t.dtype} input (library calls take float32/float64 matrices)"
     if not 1 <= tensors <= 3:
         return f"{tensors} tensor arguments (library calls take 1 to 3)"
@@ -60,7 +60,7 @@ def supported(node) -> str | None:
     if not outs:
         return "no tensor output"
     for t in outs:
-        if t.dtype not in _REAL + _INDEX:
+        if t.dtype not in floats + _INDEX:
             return f"{t.dtype} output (library calls give float32/float64 results)"
     return None
 

@@ -379,3 +379,31 @@ def test_sizes_torch_states_otherwise():
             x = torch.randn(n, 3, 4, 4)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
     _assert_no_fallback(_records_since(before))
+
+
+def test_bf16_convolutions_of_symbolic_sizes_train():
+    """The library convolutions of symbolic sizes take bf16 too (their backward fell back,
+    and so did the graph partition after it): no fallback, and lamina's outputs and
+    gradients as close to float64's as eager's bf16 ones."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    ref = _ConvNet().double().train()
+    eager, model = _ConvNet().train(), _ConvNet().train()
+    eager.load_state_dict(ref.state_dict())
+    model.load_state_dict(ref.state_dict())
+    eager, model = eager.to(torch.bfloat16), model.to(torch.bfloat16)
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    x, img = torch.randn(3, 3, 11, dtype=torch.float64), torch.randn(3, 6, 9, 10, dtype=torch.float64)
+    outs = [m(x.to(dt), img.to(dt)) for m, dt in ((ref, torch.float64), (eager, torch.bfloat16),
+                                                   (compiled, torch.bfloat16))]
+    for out in outs:
+        out.double().square().sum().backward()
+
+    def err(a, b):
+        return ((a.double() - b).abs().max() / b.abs().max()).item()
+
+    assert err(outs[2], outs[0]) <= 3 * err(outs[1], outs[0]) + 1e-2
+    for p, q, r in zip(ref.parameters(), eager.parameters(), model.parameters()):
+        assert err(r.grad, p.grad) <= 3 * err(q.grad, p.grad) + 1e-2
+    _assert_no_fallback(_records_since(before))
