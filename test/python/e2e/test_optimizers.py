@@ -32,6 +32,21 @@ def _model():
                                torch.nn.Linear(16, 4))
 
 
+def _steps_match_eager(step, eager, compiled, batches):
+    """`step(model, optimizer, x, y)` run eagerly on `eager` and compiled (strict) on
+    `compiled` (two (model, optimizer) pairs that start equal), batch by batch: the losses,
+    then the parameters, match, and no graph fell back."""
+    run = torch.compile(step, backend="lamina", options={"strict": True})
+    before = len(lamina.backend.reports())
+    for x, y in batches:
+        want, got = step(*eager, x, y), run(*compiled, x, y)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for p, q in zip(compiled[0].parameters(), eager[0].parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    records = lamina.backend.reports()[before:]
+    assert records and all(r["fallback_ops"] == [] for r in records), records
+
+
 @pytest.mark.parametrize("foreach", [False, True], ids=["single_tensor", "foreach"])
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
 def test_compiled_training_step_matches_eager(name, foreach):
@@ -47,23 +62,15 @@ def test_compiled_training_step_matches_eager(name, foreach):
         o.zero_grad()
         return loss
 
-    compiled = torch.compile(step, backend="lamina", options={"strict": True})
-    before = len(lamina.backend.reports())
     g = torch.Generator().manual_seed(1)
-    for _ in range(3):
-        x, y = torch.randn(5, 8, generator=g), torch.randn(5, 4, generator=g)
-        want, got = step(eager_model, eager_opt, x, y), compiled(model, opt, x, y)
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-    for p, q in zip(model.parameters(), eager_model.parameters()):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    _steps_match_eager(step, (eager_model, eager_opt), (model, opt),
+                       [(torch.randn(5, 8, generator=g), torch.randn(5, 4, generator=g)) for _ in range(3)])
     for p, q in zip(model.parameters(), eager_model.parameters()):
         for key, value in eager_opt.state[q].items():
             # (dynamo writes addcmul_ with a value as a fused multiply-add where eager rounds
             # twice: RMSprop's momentum buffer differs from eager's by 2.3e-4 relative under
             # backend="aot_eager" too)
             torch.testing.assert_close(opt.state[p][key], value, rtol=1e-3, atol=1e-6)
-    records = lamina.backend.reports()[before:]
-    assert records and all(r["fallback_ops"] == [] for r in records), records
 
 
 def test_gradient_clipping_and_adamw_foreach():
@@ -82,12 +89,6 @@ def test_gradient_clipping_and_adamw_foreach():
         o.zero_grad()
         return loss
 
-    compiled = torch.compile(step, backend="lamina", options={"strict": True})
-    before = len(lamina.backend.reports())
     g = torch.Generator().manual_seed(2)
-    for _ in range(3):
-        x, y = torch.randn(6, 8, generator=g), torch.randint(0, 4, (6,), generator=g)
-        torch.testing.assert_close(compiled(model, opt, x, y), step(eager_model, eager_opt, x, y), rtol=1e-5, atol=1e-6)
-    for p, q in zip(model.parameters(), eager_model.parameters()):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
-    assert all(r["fallback_ops"] == [] for r in lamina.backend.reports()[before:])
+    _steps_match_eager(step, (eager_model, eager_opt), (model, opt),
+                       [(torch.randn(6, 8, generator=g), torch.randint(0, 4, (6,), generator=g)) for _ in range(3)])
