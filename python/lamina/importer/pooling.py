@@ -1,4 +1,4 @@
-"""Pooling over the last 1-3 dims (static spatial sizes), composed of lamina ops:
+"""Pooling over the last 1-3 dims, composed of lamina ops:
 
     max_pool{2,3}d_with_indices   per tap of the window (a strided slice of the input, padded):
                                   best = where(valid & (v > best | isnan(v)), v, best), as ATen's
@@ -14,6 +14,10 @@
     adaptive_max_pool{2,3}d       windows of varying length: taps gathered with index_select
       (+ backward)                (lengths padded to the longest window, masked); the backward
                                   scatters through one-hot matrices (matmuls)
+
+Spatial sizes may be symbolic: regular windows then compute their masks, indices and
+divisors from iotas (_Windows), the averaging matrices too, and adaptive max pooling
+reduces one dim at a time over [out, size] windows, its backward a scatter of the indices.
 """
 from __future__ import annotations
 
@@ -21,16 +25,15 @@ import itertools
 import math
 
 import numpy as np
+from mlir import ir
 
 from ..dialect import ops
 from ..dialect import types as T
-from .aten_ops import cast, constant, constant_from_array as _const, elem, meta_type, rank, register, shape, slice_, static_dims
+from ..dialect import symbols as S
+from .aten_ops import (_arg, _is_symbolic_scalar, cast, constant, constant_from_array as _const, elem, meta_type, rank,
+                       register, reshape, shape, slice_, symbolic_slice)
 from .convolution import _pad_dim, _zero_stuff
-
-
-def _static_spatial(r: int):
-    return static_dims(lambda node, x: range(x.dim() - r, x.dim()),
-                       "pooling over a symbolic spatial size (not supported yet)")
+from .indexing import _scatter_flat, take_along_dim
 
 
 def _expand_arg(v, r: int, default=None) -> list[int]:
@@ -51,38 +54,66 @@ def _out_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int
     return max(o, 0)
 
 
-class _Windows:
-    """Regular windows along the spatial dims: tap positions and validity per output."""
+def _i64():
+    return T.element_type("i64")
 
-    def __init__(self, sizes, k, s, p, d, ceil_mode):
+
+def _iota_times(n, step: int, offset: int) -> ir.Value:
+    """iota(n) * step + offset as an i64 vector (n may be symbolic)."""
+    v = ops.iota(result_type=T.tensor_type([n], _i64()))
+    if step != 1:
+        v = ops.mul(v, constant(step, _i64()))
+    return ops.add(v, constant(offset, _i64())) if offset else v
+
+
+class _Windows:
+    """Regular windows along the last r dims: tap positions and validity per output.
+
+    A dim of static size works on tables of constants. Along a symbolic size (a string) the
+    output size is torch's (`out`), positions, masks and flat indices are computed from iotas
+    and the graph's symbols (`imp.size_value`), and the input is padded by static amounts that
+    bound how far any window reaches, then sliced with symbolic bounds."""
+
+    def __init__(self, imp, sizes, k, s, p, d, ceil_mode, out=None):
+        self.imp = imp
         self.r = len(sizes)
         self.sizes, self.k, self.s, self.p, self.d = list(sizes), k, s, p, d
-        self.out = [_out_size(sizes[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(self.r)]
+        self.out = [_out_size(sizes[i], k[i], s[i], p[i], d[i], ceil_mode) if self.static(i) else out[i]
+                    for i in range(self.r)]
+        self.all_static = all(self.static(i) for i in range(self.r))
+
+    def static(self, i) -> bool:
+        return isinstance(self.sizes[i], int)
 
     def taps(self):
         return itertools.product(*[range(k) for k in self.k])
 
-    def positions(self, i, t) -> np.ndarray:
-        return np.arange(self.out[i]) * self.s[i] - self.p[i] + t * self.d[i]
+    def positions(self, i, t):
+        """Input position of tap t along dim i for every output: numpy (static size) or an
+        i64 vector."""
+        first = t * self.d[i] - self.p[i]
+        if self.static(i):
+            return np.arange(self.out[i]) * self.s[i] + first
+        return _iota_times(self.out[i], self.s[i], first)
 
-    def tap_slice(self, x, tap):
-        """The tap's input values at every output position (0 where outside the input): a
-        strided slice of x padded as far as the windows reach."""
-        r = self.r
-        lead = rank(x) - r
+    def _line(self, i, v, et=None):
+        """A vector along dim i as a [1, .., n_i, .., 1] tensor (numpy -> constant of type et)."""
+        dims = [self.out[i] if j == i else 1 for j in range(self.r)]
+        if isinstance(v, np.ndarray):
+            return _const(v.reshape(dims), et)
+        return ops.reshape(v, result_type=T.tensor_type(dims, elem(v)))
+
+    def reachable(self, tap) -> bool:
+        """Whether some output's tap lies inside the input (a symbolic size: assumed)."""
         for i, t in enumerate(tap):
-            dim = lead + i
-            pos = self.positions(i, t)
-            if self.out[i] == 0:
-                return None
-            lo, hi = int(pos[0]), int(pos[-1])
-            before = max(0, -lo)
-            after = max(0, hi - (self.sizes[i] - 1))
-            xi = _pad_dim(x, dim, before, after) if (before or after) else x
-            x = slice_(xi, dim, lo + before, hi + before + 1, self.s[i])
-        return x
+            if self.static(i):
+                pos = self.positions(i, t)
+                if not ((pos >= 0) & (pos < self.sizes[i])).any():
+                    return False
+        return True
 
     def valid(self, tap) -> np.ndarray:
+        """The validity table of a tap (static sizes only)."""
         m = np.ones(self.out, dtype=bool)
         for i, t in enumerate(tap):
             pos = self.positions(i, t)
@@ -90,7 +121,31 @@ class _Windows:
             m &= ok.reshape([-1 if j == i else 1 for j in range(self.r)])
         return m
 
-    def flat_index(self, tap) -> np.ndarray:
+    def mask(self, tap):
+        """An i1 tensor over the outputs, true where the tap lies inside the input; None when
+        it does for every output."""
+        i1 = T.element_type("i1")
+        if self.all_static:
+            m = self.valid(tap)
+            return None if m.all() else _const(m, i1)
+        parts = []
+        for i, t in enumerate(tap):
+            pos = self.positions(i, t)
+            if self.static(i):
+                ok = (pos >= 0) & (pos < self.sizes[i])
+                if not ok.all():
+                    parts.append(self._line(i, ok, i1))
+                continue
+            ok = ops.lt(pos, self.imp.size_value(self.sizes[i]))
+            if t * self.d[i] < self.p[i]:
+                ok = ops.logical_and(ops.ge(pos, constant(0, _i64())), ok)
+            parts.append(self._line(i, ok))
+        m = None
+        for part in parts:
+            m = part if m is None else ops.logical_and(m, part)
+        return m
+
+    def flat_index_table(self, tap) -> np.ndarray:
         idx = np.zeros(self.out, dtype=np.int64)
         for i, t in enumerate(tap):
             pos = np.clip(self.positions(i, t), 0, self.sizes[i] - 1)
@@ -98,17 +153,107 @@ class _Windows:
             idx = idx + (pos * stride).reshape([-1 if j == i else 1 for j in range(self.r)])
         return idx
 
+    def flat_index(self, tap, et) -> ir.Value:
+        """The tap's input position, flat over the spatial dims, for every output. Along a
+        symbolic size an out-of-range position is not clipped: nothing reads it (a forward
+        takes only valid taps, a backward drops what it places outside the input)."""
+        if self.all_static:
+            return _const(self.flat_index_table(tap), et)
+        total = None
+        for i, t in enumerate(tap):
+            stride = S.product(self.sizes[i + 1:])
+            pos = self.positions(i, t)
+            if self.static(i):
+                pos = np.clip(pos, 0, self.sizes[i] - 1)
+                if isinstance(stride, int):
+                    pos, stride = pos * stride, 1
+            term = self._line(i, pos, _i64())
+            if stride != 1:
+                term = ops.mul(term, self.imp.size_value(stride))
+            total = term if total is None else ops.add(total, term)
+        return cast(total, et)
+
+    def first_index(self, et) -> ir.Value:
+        """Per output, the flat index of its first valid tap (where ATen's max starts)."""
+        taps = list(self.taps())
+        if self.all_static:
+            init = np.zeros(self.out, dtype=np.int64)
+            for tap in reversed(taps):
+                init = np.where(self.valid(tap), self.flat_index_table(tap), init)
+            return _const(init, et)
+        init = constant(0, et)
+        for tap in reversed(taps):
+            if not self.reachable(tap):
+                continue
+            m = self.mask(tap)
+            index = self.flat_index(tap, et)
+            init = index if m is None else ops.where(m, index, init)
+        return init
+
+    def tap_slice(self, x, tap):
+        """The tap's input values at every output position (0 where outside the input): a
+        strided slice of x padded as far as the windows reach."""
+        r = self.r
+        lead = rank(x) - r
+        if 0 in self.out:
+            return None
+        for i, t in enumerate(tap):
+            dim = lead + i
+            if not self.static(i):
+                # padded by p before (each tap's first position is then t*d >= 0) and by
+                # p + s after: the last window reaches at most p + s - 2 past the input
+                xi = _pad_dim(x, dim, self.p[i], self.p[i] + self.s[i])
+                first = t * self.d[i]
+                end = S.combine("+", first + 1, S.combine("*", S.combine("-", self.out[i], 1), self.s[i]))
+                x = _with_size(symbolic_slice(xi, dim, str(first), str(end), self.s[i]), dim, self.out[i])
+                continue
+            pos = self.positions(i, t)
+            lo, hi = int(pos[0]), int(pos[-1])
+            before = max(0, -lo)
+            after = max(0, hi - (self.sizes[i] - 1))
+            xi = _pad_dim(x, dim, before, after) if (before or after) else x
+            x = slice_(xi, dim, lo + before, hi + before + 1, self.s[i])
+        return x
+
     def place(self, v, tap, like_shape):
         """Inverse of tap_slice: v (at output positions) put at the tap's input positions of a
         zero tensor shaped like the input (positions outside the input dropped)."""
         lead = len(like_shape) - self.r
         for i, t in enumerate(tap):
             dim = lead + i
+            if not self.static(i):
+                # zero-stuffed by the stride, put at t*d in the input padded by p before, and
+                # cut out: the stuffed outputs reach at least size + p - (span + s) into it
+                v = _stuffed(v, dim, self.s[i])
+                span = self.d[i] * (self.k[i] - 1) + 1
+                v = _pad_dim(v, dim, t * self.d[i], span + self.s[i])
+                end = S.combine("+", self.sizes[i], self.p[i])
+                v = _with_size(symbolic_slice(v, dim, str(self.p[i]), str(end)), dim, self.sizes[i])
+                continue
             v = _zero_stuff(v, dim, self.s[i])
             n = shape(v)[dim]
             start = -self.p[i] + t * self.d[i]
             v = _pad_dim(v, dim, start, self.sizes[i] - (start + n))
         return v
+
+
+def _with_size(v, dim: int, size):
+    """v with its size along dim stated as `size` (an equal expression written otherwise)."""
+    sh = shape(v)
+    if sh[dim] == size:
+        return v
+    sh[dim] = size
+    return reshape(v, T.tensor_type(sh, elem(v)))
+
+
+def _stuffed(x, d: int, s: int):
+    """s - 1 zeros after each element along dim d (size n -> n * s; a symbolic n)."""
+    if s == 1:
+        return x
+    sh = list(shape(x))
+    x = reshape(x, T.tensor_type(sh[:d + 1] + [1] + sh[d + 1:], elem(x)))
+    x = _pad_dim(x, d + 1, 0, s - 1)
+    return reshape(x, T.tensor_type(sh[:d] + [S.combine("*", sh[d], s)] + sh[d + 1:], elem(x)))
 
 
 def _lowest(et):
@@ -127,26 +272,23 @@ def _max_pool_forward(x, windows, index_et):
     et = elem(x)
     out_shape = shape(x)[:rank(x) - windows.r] + windows.out
     best = constant(_lowest(et), et, out_shape)
-    taps = list(windows.taps())
     # index of the first valid tap (ATen starts from the window's first in-bounds position)
-    init = np.zeros(windows.out, dtype=np.int64)
-    for tap in reversed(taps):
-        init = np.where(windows.valid(tap), windows.flat_index(tap), init)
-    idx = ops.broadcast_to(_const(init, index_et), result_type=T.tensor_type(out_shape, index_et)) \
-        if out_shape != windows.out else _const(init, index_et)
-    for tap in taps:
-        valid = windows.valid(tap)
-        if not valid.any():
+    init = windows.first_index(index_et)
+    idx = init if T.dims_of(init.type) == out_shape else \
+        ops.broadcast_to(init, result_type=T.tensor_type(out_shape, index_et))
+    for tap in windows.taps():
+        if not windows.reachable(tap):
             continue
         v = windows.tap_slice(x, tap)
         take = ops.gt(v, best)
         nan = _isnan(v)
         if nan is not None:
             take = ops.logical_or(take, nan)
-        if not valid.all():
-            take = ops.logical_and(take, _const(valid, T.element_type("i1")))
+        valid = windows.mask(tap)
+        if valid is not None:
+            take = ops.logical_and(take, valid)
         best = ops.where(take, v, best)
-        idx = ops.where(take, _const(windows.flat_index(tap), index_et), idx)
+        idx = ops.where(take, windows.flat_index(tap, index_et), idx)
     return best, idx
 
 
@@ -158,12 +300,24 @@ def _max_pool_args(a, r):
     return k, s, p, d
 
 
+_INT_ARGS = ("kernel_size", "stride", "padding", "dilation", "divisor_override")
+
+
+def _pool_check(node) -> str | None:
+    """Window shapes must be ints (a symbolic input size is fine)."""
+    for name in _INT_ARGS:
+        v = _arg(node, name)
+        if any(_is_symbolic_scalar(t) for t in (v if isinstance(v, (list, tuple)) else [v])):
+            return f"pooling with a symbolic {name} (not supported)"
+    return None
+
+
 def _register_max_pool(r: int):
-    @register(f"aten.max_pool{r}d_with_indices.default", check=_static_spatial(r))
+    @register(f"aten.max_pool{r}d_with_indices.default", check=_pool_check)
     def _max_pool(imp, node, a):
         x = a.self
         k, s, p, d = _max_pool_args(a, r)
-        windows = _Windows(shape(x)[-r:], k, s, p, d, bool(a.ceil_mode))
+        windows = _Windows(imp, shape(x)[-r:], k, s, p, d, bool(a.ceil_mode), T.dims_of(meta_type(node, 0))[-r:])
         index_et = meta_type(node, 1).element_type
         if 0 in windows.out or 0 in shape(x):
             return (constant(0, elem(x), T.dims_of(meta_type(node, 0))),
@@ -171,13 +325,13 @@ def _register_max_pool(r: int):
         out, idx = _max_pool_forward(x, windows, index_et)
         return (out, idx)
 
-    @register(f"aten.max_pool{r}d_with_indices_backward.default", check=_static_spatial(r))
+    @register(f"aten.max_pool{r}d_with_indices_backward.default", check=_pool_check)
     def _max_pool_backward(imp, node, a):
         x, grad, indices = a.self, a.grad_output, a.indices
         k, s, p, d = _max_pool_args(a, r)
-        windows = _Windows(shape(x)[-r:], k, s, p, d, bool(a.ceil_mode))
-        return _scatter_back(grad, windows, shape(x), lambda tap: ops.eq(indices, _const(
-            windows.flat_index(tap), elem(indices))), meta_type(node))
+        windows = _Windows(imp, shape(x)[-r:], k, s, p, d, bool(a.ceil_mode), shape(grad)[-r:])
+        return _scatter_back(grad, windows, shape(x), lambda tap: ops.eq(
+            indices, windows.flat_index(tap, elem(indices))), meta_type(node))
 
 
 def _scatter_back(grad, windows, in_shape, mask_of, want):
@@ -187,8 +341,7 @@ def _scatter_back(grad, windows, in_shape, mask_of, want):
     total = None
     if 0 not in windows.out and 0 not in in_shape:
         for tap in windows.taps():
-            valid = windows.valid(tap)
-            if not valid.any():
+            if not windows.reachable(tap):
                 continue
             mask = mask_of(tap)
             part = g if mask is None else ops.where(mask, g, constant(0, acc_et))
@@ -199,19 +352,32 @@ def _scatter_back(grad, windows, in_shape, mask_of, want):
     return cast(total, want.element_type)
 
 
-def _divisors(windows, count_include_pad: bool, divisor_override) -> np.ndarray:
+def _divisors(windows, count_include_pad: bool, divisor_override, et) -> ir.Value:
+    """The divisor of every output position (a rank-0 one for divisor_override)."""
     if divisor_override:
-        return np.full(windows.out, float(divisor_override))
-    div = np.ones(windows.out)
+        return constant(float(divisor_override), et)
+    table, div = np.ones([n if windows.static(i) else 1 for i, n in enumerate(windows.out)]), None
     for i in range(windows.r):
-        start = np.arange(windows.out[i]) * windows.s[i] - windows.p[i]
-        end = np.minimum(start + windows.k[i], windows.sizes[i] + windows.p[i])
-        if not count_include_pad:
-            end = np.minimum(end, windows.sizes[i])
-            start = np.maximum(start, 0)
-        n = np.maximum(end - np.maximum(start, -windows.p[i]), 0)
-        div = div * n.reshape([-1 if j == i else 1 for j in range(windows.r)])
-    return div
+        s, p, k, size = windows.s[i], windows.p[i], windows.k[i], windows.sizes[i]
+        if windows.static(i):   # (window starts are >= -p: end - start is the count)
+            start = np.arange(windows.out[i]) * s - p
+            end = np.minimum(start + k, size + p)
+            if not count_include_pad:
+                end = np.minimum(end, size)
+                start = np.maximum(start, 0)
+            table = table * np.maximum(end - start, 0).reshape([-1 if j == i else 1 for j in range(windows.r)])
+        else:
+            start = _iota_times(windows.out[i], s, -p)
+            size_v = windows.imp.size_value(size)
+            end = ops.minimum(ops.add(start, constant(k, _i64())), ops.add(size_v, constant(p, _i64())))
+            if not count_include_pad:
+                end = ops.minimum(end, size_v)
+                start = ops.maximum(start, constant(0, _i64()))
+            n = cast(windows._line(i, ops.maximum(ops.sub(end, start), constant(0, _i64()))), et)
+            div = n if div is None else ops.mul(div, n)
+    if div is None:
+        return _const(table, et)
+    return div if (table == 1).all() else ops.mul(_const(table, et), div)
 
 
 def _avg_args(a, r):
@@ -222,33 +388,34 @@ def _avg_args(a, r):
 
 
 def _register_avg_pool(r: int):
-    @register(f"aten.avg_pool{r}d.default", check=_static_spatial(r))
+    @register(f"aten.avg_pool{r}d.default", check=_pool_check)
     def _avg_pool(imp, node, a):
         x = a.self
         k, s, p = _avg_args(a, r)
-        windows = _Windows(shape(x)[-r:], k, s, p, [1] * r, bool(a.ceil_mode))
         want = meta_type(node)
+        windows = _Windows(imp, shape(x)[-r:], k, s, p, [1] * r, bool(a.ceil_mode), T.dims_of(want)[-r:])
         acc = T.widened(elem(x))
         if 0 in windows.out or 0 in shape(x):
             return constant(0, want.element_type, T.dims_of(want))
         xa = cast(x, acc)
         total = None
         for tap in windows.taps():
-            if not windows.valid(tap).any():
+            if not windows.reachable(tap):
                 continue
             v = windows.tap_slice(xa, tap)
             total = v if total is None else ops.add(total, v)
-        div = _divisors(windows, bool(a.count_include_pad), a.divisor_override)
-        return cast(ops.div(total, _const(div, acc)), want.element_type)
+        div = _divisors(windows, bool(a.count_include_pad), a.divisor_override, acc)
+        return cast(ops.div(total, div), want.element_type)
 
-    @register(f"aten.avg_pool{r}d_backward.default", check=_static_spatial(r))
+    @register(f"aten.avg_pool{r}d_backward.default", check=_pool_check)
     def _avg_pool_backward(imp, node, a):
         x, grad = a.self, a.grad_output
         k, s, p = _avg_args(a, r)
-        windows = _Windows(shape(x)[-r:], k, s, p, [1] * r, bool(a.ceil_mode))
+        windows = _Windows(imp, shape(x)[-r:], k, s, p, [1] * r, bool(a.ceil_mode), shape(grad)[-r:])
         acc = T.widened(elem(grad))
-        div = _divisors(windows, bool(a.count_include_pad), a.divisor_override)
-        scaled = ops.div(cast(grad, acc), _const(div, acc)) if 0 not in windows.out else grad
+        scaled = grad
+        if 0 not in windows.out:
+            scaled = ops.div(cast(grad, acc), _divisors(windows, bool(a.count_include_pad), a.divisor_override, acc))
         return _scatter_back(scaled, windows, shape(x), lambda tap: None, meta_type(node))
 
 
@@ -269,18 +436,52 @@ def _averaging_matrix(size: int, out: int) -> np.ndarray:
     return m
 
 
-def _apply_along(x, dim: int, matrix: np.ndarray, et):
-    """x with dim `dim` replaced by matrix @ (that dim): moved last, multiplied by matrix^T."""
+def _adaptive_windows_ir(imp, size, out, transposed: bool = False):
+    """Adaptive windows of a symbolic size, from iotas: (inside, length), inside an i1
+    [out, size] ([size, out] transposed) true where output o's window start(o) <= j < end(o)
+    covers position j, and each window's i64 length, broadcastable against it."""
+    i64 = _i64()
+    o = ops.iota(result_type=T.tensor_type([out], i64))
+    j = ops.iota(result_type=T.tensor_type([size], i64))
+    o = ops.reshape(o, result_type=T.tensor_type([1, out] if transposed else [out, 1], i64))
+    j = ops.reshape(j, result_type=T.tensor_type([size, 1] if transposed else [1, size], i64))
+    n, m = imp.size_value(size), imp.size_value(out)
+    start = ops.div_floor(ops.mul(o, n), m)
+    end = ops.div_floor(ops.add(ops.mul(ops.add(o, constant(1, i64)), n), ops.sub(m, constant(1, i64))), m)
+    return ops.logical_and(ops.ge(j, start), ops.lt(j, end)), ops.sub(end, start)
+
+
+def _averaging_rhs(imp, size, out, et, forward: bool) -> ir.Value:
+    """The averaging matrix A [out, size] as the right-hand side of a matmul over the pooled
+    dim: A^T for the forward (x @ A^T), A for the backward (g @ A). Of a symbolic size, built
+    from iotas: A[o, j] = 1 / (end(o) - start(o)) where start(o) <= j < end(o)."""
+    if isinstance(size, int) and isinstance(out, int):
+        m = _averaging_matrix(size, out)
+        return _const(m.T.copy() if forward else m, et)
+    inside, length = _adaptive_windows_ir(imp, size, out, transposed=forward)
+    weight = ops.div(constant(1.0, et), cast(length, et))
+    return ops.where(inside, weight, constant(0.0, et))
+
+
+def _apply_along(x, dim: int, rhs: ir.Value):
+    """x with dim `dim` replaced by (that dim) @ rhs: moved last, multiplied, moved back."""
     r = rank(x)
     perm = [i for i in range(r) if i != dim] + [dim]
     inv = [perm.index(i) for i in range(r)]
     xt = ops.transpose(x, perm=perm) if perm != list(range(r)) else x
-    y = ops.matmul(xt, _const(matrix.T.copy(), et))
+    y = ops.matmul(xt, rhs)
     return ops.transpose(y, perm=inv) if perm != list(range(r)) else y
 
 
+def _adaptive_avg_check(node) -> str | None:
+    size = _arg(node, "output_size")
+    if any(_is_symbolic_scalar(t) for t in (size if isinstance(size, (list, tuple)) else [size])):
+        return "adaptive pooling to a symbolic output size (not supported)"
+    return None
+
+
 def _register_adaptive_avg(r: int):
-    @register(f"aten._adaptive_avg_pool{r}d.default", check=_static_spatial(r))
+    @register(f"aten._adaptive_avg_pool{r}d.default", check=_adaptive_avg_check)
     def _adaptive_avg(imp, node, a):
         x = a.self
         want = meta_type(node)
@@ -293,10 +494,10 @@ def _register_adaptive_avg(r: int):
         for i in range(r):
             size = shape(x)[lead + i]
             if out[i] != size:
-                y = _apply_along(y, lead + i, _averaging_matrix(size, out[i]), acc)
+                y = _apply_along(y, lead + i, _averaging_rhs(imp, size, out[i], acc, forward=True))
         return cast(y, want.element_type)
 
-    @register(f"aten._adaptive_avg_pool{r}d_backward.default", check=_static_spatial(r))
+    @register(f"aten._adaptive_avg_pool{r}d_backward.default")
     def _adaptive_avg_backward(imp, node, a):
         grad, x = a.grad_output, a.self
         want = meta_type(node)
@@ -308,21 +509,24 @@ def _register_adaptive_avg(r: int):
         for i in range(r):
             size, out = shape(x)[lead + i], shape(grad)[lead + i]
             if out != size:
-                y = _apply_along(y, lead + i, _averaging_matrix(size, out).T.copy(), acc)
+                y = _apply_along(y, lead + i, _averaging_rhs(imp, size, out, acc, forward=False))
         return cast(y, want.element_type)
 
 
-class _AdaptiveWindows:
-    """Adaptive windows: per dim, tap j of output o reads start(o) + j (valid below end(o))."""
+class _AdaptiveWindows(_Windows):
+    """Adaptive windows (static sizes): per dim, tap j of output o reads start(o) + j (valid
+    below end(o)). The masks and indices of _Windows come from these tables."""
 
     def __init__(self, sizes, out):
+        self.imp = None
         self.r = len(sizes)
         self.sizes, self.out = list(sizes), list(out)
         self.bounds = [_adaptive_bounds(sizes[i], out[i]) for i in range(self.r)]
         self.k = [int((e - s).max()) if len(s) else 0 for s, e in self.bounds]
+        self.all_static = True
 
-    def taps(self):
-        return itertools.product(*[range(k) for k in self.k])
+    def reachable(self, tap) -> bool:
+        return bool(self.valid(tap).any())
 
     def positions(self, i, t):
         start, end = self.bounds[i]
@@ -335,7 +539,7 @@ class _AdaptiveWindows:
             m &= ok.reshape([-1 if j == i else 1 for j in range(self.r)])
         return m
 
-    def flat_index(self, tap):
+    def flat_index_table(self, tap):
         idx = np.zeros(self.out, dtype=np.int64)
         for i, t in enumerate(tap):
             pos = self.positions(i, t)[0]
@@ -358,32 +562,90 @@ class _AdaptiveWindows:
         return m
 
 
+def _adaptive_max_symbolic(imp, x, out_sizes, index_et):
+    """Adaptive max pooling of symbolic sizes, one dim at a time from the last: the values
+    along the dim are spread into their [out, size] windows (the lowest value outside),
+    reduced by max, and the winning position found as ATen's loop finds it (the first
+    maximum, or the last nan; a window of -inf: its first position). A dim's position and the
+    later dims' (gathered at it) make the flat index."""
+    r = len(out_sizes)
+    lead = rank(x) - r
+    sizes = shape(x)[lead:]
+    et = elem(x)
+    i64 = _i64()
+    val, idx = x, None
+    for i in reversed(range(r)):
+        d, n, m = lead + i, sizes[i], out_sizes[i]
+        vs = shape(val)
+        rest = [1] * (len(vs) - d - 1)
+        inside, _ = _adaptive_windows_ir(imp, n, m)
+        inside = ops.reshape(inside, result_type=T.tensor_type([m, n] + rest, T.element_type("i1")))
+        spread = ops.where(inside, reshape(val, T.tensor_type(vs[:d] + [1] + vs[d:], et)), constant(_lowest(et), et))
+        best = ops.reduce_max(spread, dims=[d + 1], keepdim=True)
+        hit = ops.eq(spread, best)
+        nan = _isnan(best)
+        if nan is not None:
+            hit = ops.logical_or(hit, ops.logical_and(_isnan(spread), nan))
+        hit = ops.logical_and(hit, inside)
+        pos = ops.reshape(ops.iota(result_type=T.tensor_type([n], i64)), result_type=T.tensor_type([n] + rest, i64))
+        first = ops.reduce_min(ops.where(hit, pos, constant(2 ** 62, i64)), dims=[d + 1], keepdim=False)
+        chosen = first
+        if nan is not None:
+            last = ops.reduce_max(ops.where(hit, pos, constant(-1, i64)), dims=[d + 1], keepdim=False)
+            chosen = ops.where(reshape(nan, T.tensor_type(shape(first), T.element_type("i1"))), last, first)
+        if idx is not None:
+            stride = imp.size_value(S.product(sizes[i + 1:]))
+            chosen = ops.add(ops.mul(chosen, stride), take_along_dim(idx, chosen, d, imp))
+        val = reshape(best, T.tensor_type(shape(chosen), et))
+        idx = chosen
+    return val, cast(idx, index_et)
+
+
+def _adaptive_max_backward_symbolic(imp, grad, x, indices, r: int, want):
+    """grad added at the indices: a scatter of the rows [lead, out...] flattened into
+    [lead, size...] (duplicates add in order, as ATen's loop does)."""
+    acc, i64 = T.widened(elem(grad)), _i64()
+    rows = S.product(shape(x)[:rank(x) - r])
+    size, out = S.product(shape(x)[-r:]), S.product(shape(grad)[-r:])
+    as_rows = lambda v, n: reshape(v, T.tensor_type([rows, n], elem(v)))   # noqa: E731
+    row = ops.reshape(ops.iota(result_type=T.tensor_type([rows], i64)), result_type=T.tensor_type([rows, 1], i64))
+    flat = ops.add(ops.mul(row, imp.size_value(size)), as_rows(cast(indices, i64), out))
+    total = _scatter_flat(constant(0, acc, [rows, size]), flat, as_rows(cast(grad, acc), out), "add")
+    return cast(reshape(total, T.tensor_type(shape(x), acc)), want.element_type)
+
+
 def _register_adaptive_max(r: int):
-    @register(f"aten.adaptive_max_pool{r}d.default", check=_static_spatial(r))
+    @register(f"aten.adaptive_max_pool{r}d.default", check=_adaptive_avg_check)
     def _adaptive_max(imp, node, a):
         x = a.self
-        windows = _AdaptiveWindows(shape(x)[-r:], _expand_arg(a.output_size, r))
+        out = _expand_arg(a.output_size, r)
         index_et = meta_type(node, 1).element_type
-        if 0 in shape(x) or 0 in windows.out:
+        if 0 in shape(x) or 0 in out:
             return (constant(0, elem(x), T.dims_of(meta_type(node, 0))),
                     constant(0, index_et, T.dims_of(meta_type(node, 1))))
-        return _max_pool_forward(x, windows, index_et)
+        if any(isinstance(n, str) for n in shape(x)[-r:]):
+            return _adaptive_max_symbolic(imp, x, out, index_et)
+        return _max_pool_forward(x, _AdaptiveWindows(shape(x)[-r:], out), index_et)
 
-    @register(f"aten.adaptive_max_pool{r}d_backward.default", check=_static_spatial(r))
+    @register(f"aten.adaptive_max_pool{r}d_backward.default")
     def _adaptive_max_backward(imp, node, a):
         grad, x, indices = a.grad_output, a.self, a.indices
-        windows = _AdaptiveWindows(shape(x)[-r:], shape(grad)[-r:])
         want = meta_type(node)
+        if 0 in shape(x) or 0 in shape(grad):
+            return constant(0, want.element_type, T.dims_of(want))
+        if any(isinstance(n, str) for n in shape(x)[-r:]):
+            return _adaptive_max_backward_symbolic(imp, grad, x, indices, r, want)
+        windows = _AdaptiveWindows(shape(x)[-r:], shape(grad)[-r:])
         acc = T.widened(elem(grad))
         g = cast(grad, acc)
         lead = rank(x) - r
         total = None
         for tap in windows.taps():
-            if not windows.valid(tap).any():
+            if not windows.reachable(tap):
                 continue
-            part = ops.where(ops.eq(indices, _const(windows.flat_index(tap), elem(indices))), g, constant(0, acc))
+            part = ops.where(ops.eq(indices, windows.flat_index(tap, elem(indices))), g, constant(0, acc))
             for i, t in enumerate(tap):
-                part = _apply_along(part, lead + i, windows.one_hot(i, t).T.copy(), acc)
+                part = _apply_along(part, lead + i, _const(windows.one_hot(i, t), acc))
             total = part if total is None else ops.add(total, part)
         if total is None:
             return constant(0, want.element_type, T.dims_of(want))

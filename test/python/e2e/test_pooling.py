@@ -71,3 +71,50 @@ def test_pooling_bf16_and_channels_last():
         torch._dynamo.reset()
         out = torch.compile(fn, backend="lamina", options={"strict": True})(inp)
         torch.testing.assert_close(out, fn(inp))
+
+
+def _grown(shape, by):
+    """The shape with its last two (or one) dims grown: spatial sizes the symbolic graph
+    has not seen."""
+    return tuple(n + by if i >= len(shape) - 2 else n for i, n in enumerate(shape))
+
+
+@pytest.mark.parametrize("fn,shape", [pytest.param(f, s, id=i) for i, f, s in CASES])
+def test_symbolic_spatial_sizes_float64(fn, shape):
+    """dynamic=True: one graph of symbolic spatial sizes serves sizes of every remainder
+    modulo the stride (windows hanging over the end or not), forward and backward, with no
+    fallback."""
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina_backend.reports())
+    for by in (0, 1, 2, 3):
+        x = torch.randn(*_grown(shape, by), dtype=torch.float64, generator=torch.Generator().manual_seed(by),
+                        requires_grad=True)
+        xr = x.detach().clone().requires_grad_()
+        out, ref = compiled(x), fn(xr)
+        torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+        g = torch.randn_like(ref)
+        out.backward(g)
+        ref.backward(g)
+        torch.testing.assert_close(x.grad, xr.grad, rtol=1e-10, atol=1e-12)
+    records = lamina_backend.reports()[before:]
+    assert records and all(r["dynamic"] and not r["fallback_ops"] for r in records), records
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True, ceil_mode=True),
+    lambda x: F.adaptive_max_pool2d(x, (3, 2), return_indices=True),
+], ids=["max2d_ceil", "adaptive_max"])
+def test_symbolic_sizes_indices_nan_inf_and_ties(fn):
+    """Along symbolic sizes, too, indices equal eager's (nan, -inf windows, ties)."""
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    for h, w in ((7, 6), (8, 9)):
+        x = torch.randn(2, 3, h, w, generator=torch.Generator().manual_seed(h))
+        x[0, 0, 1, 1] = x[0, 0, 1, 2] = x[0, 0, 2, 0] = float("nan")
+        x[0, 1, :3, :3] = float("-inf")
+        x[1, 2] = 0.5
+        out, idx = compiled(x)
+        ref, ref_idx = fn(x)
+        torch.testing.assert_close(out, ref, equal_nan=True)
+        assert torch.equal(idx, ref_idx)
