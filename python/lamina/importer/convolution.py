@@ -56,11 +56,13 @@ def _static_spatial(node) -> str | None:
     w = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
     if isinstance(w, torch.Tensor) and 0 in w.shape[1:]:
         return "a convolution with no input channels or a 0 kernel size (eager gives it a shape of its own)"
+    weight_arg = 2 if node.target is torch.ops.aten.convolution_backward.default else 1
     for i, arg in enumerate(node.args[:3]):
         val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(val, torch.Tensor):
             continue
-        dims = [] if (forward and i == 0) else val.shape[1:]   # x's channels: the weight's
+        # x's channels: the weight's; the weight's every size (lamina.convolution's is static)
+        dims = [] if (forward and i == 0) else val.shape if i == weight_arg else val.shape[1:]
         if any(not isinstance(d, int) for d in dims):
             return "a convolution with symbolic channels or kernel sizes, or a symbolic spatial size in a " \
                    "transposed or backward convolution"

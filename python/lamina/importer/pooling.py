@@ -81,6 +81,7 @@ class _Windows:
         self.out = [_out_size(sizes[i], k[i], s[i], p[i], d[i], ceil_mode) if self.static(i) else out[i]
                     for i in range(self.r)]
         self.all_static = all(self.static(i) for i in range(self.r))
+        self._cache = {}
 
     def static(self, i) -> bool:
         return isinstance(self.sizes[i], int)
@@ -181,14 +182,30 @@ class _Windows:
             for tap in reversed(taps):
                 init = np.where(self.valid(tap), self.flat_index_table(tap), init)
             return _const(init, et)
-        init = constant(0, et)
-        for tap in reversed(taps):
-            if not self.reachable(tap):
-                continue
-            m = self.mask(tap)
-            index = self.flat_index(tap, et)
-            init = index if m is None else ops.where(m, index, init)
-        return init
+        # along each dim on its own, as ATen's loop: the window's start moved up by the
+        # dilation while it is negative
+        total, i64 = None, _i64()
+        for i in range(self.r):
+            p, d = self.p[i], self.d[i]
+            stride = S.product(self.sizes[i + 1:])
+            if self.static(i):
+                start = np.arange(self.out[i]) * self.s[i] - p
+                first = start + d * (-(np.minimum(start, 0) // d))
+                if isinstance(stride, int):
+                    first, stride = first * stride, 1
+                term = self._line(i, first, i64)
+            else:
+                start = _iota_times(self.out[i], self.s[i], -p)
+                first = start
+                if p > 0:   # start + d * ceil(max(-start, 0) / d)
+                    behind = ops.maximum(ops.sub(constant(0, i64), start), constant(0, i64))
+                    steps = ops.div_floor(ops.add(behind, constant(d - 1, i64)), constant(d, i64)) if d > 1 else behind
+                    first = ops.add(start, steps if d == 1 else ops.mul(steps, constant(d, i64)))
+                term = self._line(i, first)
+            if stride != 1:
+                term = ops.mul(term, self.imp.size_value(stride))
+            total = term if total is None else ops.add(total, term)
+        return cast(total, et)
 
     def tap_slice(self, x, tap):
         """The tap's input values at every output position (0 where outside the input): a
@@ -197,15 +214,13 @@ class _Windows:
         lead = rank(x) - r
         if 0 in self.out:
             return None
+        x = self._padded_along_symbolic_dims(x)
         for i, t in enumerate(tap):
             dim = lead + i
             if not self.static(i):
-                # padded by p before (each tap's first position is then t*d >= 0) and by
-                # p + s after: the last window reaches at most p + s - 2 past the input
-                xi = _pad_dim(x, dim, self.p[i], self.p[i] + self.s[i])
                 first = t * self.d[i]
                 end = S.combine("+", first + 1, S.combine("*", S.combine("-", self.out[i], 1), self.s[i]))
-                x = _with_size(symbolic_slice(xi, dim, str(first), str(end), self.s[i]), dim, self.out[i])
+                x = _with_size(symbolic_slice(x, dim, str(first), str(end), self.s[i]), dim, self.out[i])
                 continue
             pos = self.positions(i, t)
             lo, hi = int(pos[0]), int(pos[-1])
@@ -215,6 +230,20 @@ class _Windows:
             x = slice_(xi, dim, lo + before, hi + before + 1, self.s[i])
         return x
 
+    def _padded_along_symbolic_dims(self, x):
+        """x padded along its symbolic dims by p before (a tap's first position is then
+        t*d >= 0) and p + s after (the last window reaches at most p + s - 2 past the input):
+        one padded tensor that every tap slices."""
+        key = (x, "padded")
+        if key not in self._cache:
+            lead = rank(x) - self.r
+            padded = x
+            for i in range(self.r):
+                if not self.static(i):
+                    padded = _pad_dim(padded, lead + i, self.p[i], self.p[i] + self.s[i])
+            self._cache[key] = padded
+        return self._cache[key]
+
     def place(self, v, tap, like_shape):
         """Inverse of tap_slice: v (at output positions) put at the tap's input positions of a
         zero tensor shaped like the input (positions outside the input dropped)."""
@@ -222,19 +251,34 @@ class _Windows:
         for i, t in enumerate(tap):
             dim = lead + i
             if not self.static(i):
-                # zero-stuffed by the stride, put at t*d in the input padded by p before, and
-                # cut out: the stuffed outputs reach at least size + p - (span + s) into it
-                v = _stuffed(v, dim, self.s[i])
-                span = self.d[i] * (self.k[i] - 1) + 1
-                v = _pad_dim(v, dim, t * self.d[i], span + self.s[i])
-                end = S.combine("+", self.sizes[i], self.p[i])
-                v = _with_size(symbolic_slice(v, dim, str(self.p[i]), str(end)), dim, self.sizes[i])
+                v = self._gather_to_inputs(v, dim, i, t)
                 continue
             v = _zero_stuff(v, dim, self.s[i])
             n = shape(v)[dim]
             start = -self.p[i] + t * self.d[i]
             v = _pad_dim(v, dim, start, self.sizes[i] - (start + n))
         return v
+
+
+    def _gather_to_inputs(self, v, dim: int, i: int, t: int):
+        """place() along a symbolic dim, as a gather: input position j takes output
+        o = (j + p - t*d) / s where that is an integer in [0, out), else 0. (Zero-stuffing,
+        padding and slicing with symbolic bounds, the static sizes' way, made kernels that
+        LLVM took minutes to compile.)"""
+        i64 = _i64()
+        s, out = self.s[i], self.out[i]
+        q = _iota_times(self.sizes[i], 1, self.p[i] - t * self.d[i])
+        qc = ops.maximum(q, constant(0, i64))
+        last = ops.sub(self.imp.size_value(out), constant(1, i64))
+        o = qc if s == 1 else ops.div_floor(qc, constant(s, i64))
+        ok = ops.logical_and(ops.ge(q, constant(0, i64)), ops.le(o, last))
+        if s != 1:
+            ok = ops.logical_and(ok, ops.eq(ops.remainder(qc, constant(s, i64)), constant(0, i64)))
+        taken = ops.index_select(v, ops.minimum(o, last), dim=dim)
+        lead = rank(v) - self.r
+        line = [self.sizes[i] if e == dim else 1 for e in range(rank(v))]
+        ok = ops.reshape(ok, result_type=T.tensor_type(line[lead:], T.element_type("i1")))
+        return ops.where(ok, taken, constant(0, elem(v)))
 
 
 def _with_size(v, dim: int, size):
@@ -244,16 +288,6 @@ def _with_size(v, dim: int, size):
         return v
     sh[dim] = size
     return reshape(v, T.tensor_type(sh, elem(v)))
-
-
-def _stuffed(x, d: int, s: int):
-    """s - 1 zeros after each element along dim d (size n -> n * s; a symbolic n)."""
-    if s == 1:
-        return x
-    sh = list(shape(x))
-    x = reshape(x, T.tensor_type(sh[:d + 1] + [1] + sh[d + 1:], elem(x)))
-    x = _pad_dim(x, d + 1, 0, s - 1)
-    return reshape(x, T.tensor_type(sh[:d] + [S.combine("*", sh[d], s)] + sh[d + 1:], elem(x)))
 
 
 def _lowest(et):

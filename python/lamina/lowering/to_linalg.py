@@ -1224,8 +1224,9 @@ def _funcs(module: ir.Module):
     return [op for op in module.body.operations if op.operation.name == "func.func"]
 
 
-def _bools_to_storage_at_entry(module: ir.Module) -> None:
-    """i1 tensor arguments become i8 (storage) arguments, wrapped for the function body."""
+def _bools_to_storage_at_entry(module: ir.Module, symbolic_dims: dict) -> None:
+    """i1 tensor arguments become i8 (storage) arguments, wrapped for the function body (the
+    wrapper keeps the argument's symbolic dims: a reshape of a bool argument needs them)."""
     for f in _funcs(module):
         if not f.regions[0].blocks:
             continue
@@ -1237,6 +1238,8 @@ def _bools_to_storage_at_entry(module: ir.Module) -> None:
                 with ir.InsertionPoint.at_block_begin(entry), f.location:
                     w = _wrap(arg, logical)
                 arg.replace_all_uses_except(w, w.owner.operation)
+                if arg in symbolic_dims:
+                    symbolic_dims[w] = symbolic_dims[arg]
 
 
 def _bools_to_storage_at_exit(module: ir.Module) -> None:
@@ -1298,7 +1301,7 @@ def lower_to_linalg(module: ir.Module) -> None:
     with module.context:
         decompose(module)
         symbolic_dims, symbols = _drop_encodings(module)
-        _bools_to_storage_at_entry(module)
+        _bools_to_storage_at_entry(module, symbolic_dims)
         for op in _lamina_ops(module):
             lower_op(op, symbolic_dims, symbols.get(_enclosing_func(op), {}))
         _bools_to_storage_at_exit(module)

@@ -312,6 +312,49 @@ def test_convolutions_of_symbolic_sizes_forward_and_backward(train):
     assert any(r["dynamic"] for r in records), records
 
 
+class _PooledNet(torch.nn.Module):
+    """A ResNet stem's max pool, a VGG's adaptive average pool to 3x3, a DenseNet transition's
+    average pool and a global max pool (CBAM-style), all over symbolic image sizes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Linear(8 * 9 + 8, 5)
+
+    def forward(self, x):
+        y = torch.nn.functional.max_pool2d(torch.relu(self.stem(x)), 3, 2, 1)
+        y = torch.nn.functional.avg_pool2d(y, 2, ceil_mode=True, count_include_pad=False)
+        grid = torch.nn.functional.adaptive_avg_pool2d(y, (3, 3)).flatten(1)
+        peak = torch.nn.functional.adaptive_max_pool2d(y, 1).flatten(1)
+        return self.head(torch.cat([grid, peak], 1))
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_pooling_over_symbolic_image_sizes(train):
+    """dynamic=True: the pools take symbolic spatial sizes (every size's remainder modulo the
+    strides), eager's values and gradients, no fallback."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model, ref = _PooledNet().train(train), _PooledNet().train(train)
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for n, h, w in ((2, 20, 17), (3, 13, 22), (2, 31, 29)):
+        x = torch.randn(n, 3, h, w)
+        with torch.set_grad_enabled(train):
+            got, want = compiled(x), ref(x)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        if train:
+            got.square().sum().backward()
+            want.square().sum().backward()
+            for p, q in zip(model.parameters(), ref.parameters()):
+                torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+                p.grad = q.grad = None
+    records = _records_since(before)
+    _assert_no_fallback(records)
+    assert records and all(r["dynamic"] for r in records), records
+
+
 class _NormUpsampleNet(torch.nn.Module):
     """InstanceNorm (its weight repeated by the symbolic batch), GroupNorm, pixel shuffle and
     bilinear upsampling by a scale factor (its backward divides by sizes as scalar tensors)."""
@@ -406,4 +449,17 @@ def test_bf16_convolutions_of_symbolic_sizes_train():
     assert err(outs[2], outs[0]) <= 3 * err(outs[1], outs[0]) + 1e-2
     for p, q, r in zip(ref.parameters(), eager.parameters(), model.parameters()):
         assert err(r.grad, p.grad) <= 3 * err(q.grad, p.grad) + 1e-2
+    _assert_no_fallback(_records_since(before))
+
+
+def test_convolution_weight_of_symbolic_out_channels():
+    """A weight passed in (dynamic=True makes its out-channels symbolic) goes to the library
+    convolution: lamina.convolution takes static weights only, and the import failed."""
+    torch._dynamo.reset()
+    fn = lambda x, w: torch.nn.functional.conv2d(x[:, :3], w, padding=1).relu()   # noqa: E731
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for out_channels, hw in ((8, 9), (5, 12)):
+        x, w = torch.randn(2, out_channels, hw, hw), torch.randn(out_channels, 3, 3, 3)
+        torch.testing.assert_close(compiled(x, w), fn(x, w), rtol=1e-4, atol=1e-5)
     _assert_no_fallback(_records_since(before))
