@@ -1003,13 +1003,36 @@ def _split(x, sizes, dim):
     return tuple(outs)
 
 
-@register("aten.split_with_sizes.default", check=_static_sliced_dim)
+def _split_symbolic(x, node, dim):
+    """A split along a symbolic dim: one slice per output, of the size torch gave it (the
+    number of outputs is the graph's; their sizes add up to the dim's, torch checked)."""
+    dim = dim % rank(x)
+    outs, start = [], 0
+    for val in node.meta["val"]:
+        size = S.dim_of(val.shape[dim])
+        end = S.combine("+", start, size)
+        part = symbolic_slice(x, dim, str(start), str(end))
+        outs.append(reshape(part, T.tensor_type([S.dim_of(d) for d in val.shape], elem(x))))
+        start = end
+    return tuple(outs)
+
+
+def _symbolic_split_dim(node, x) -> bool:
+    dim = _arg(node, "dim", 0) % max(rank(x), 1)
+    return rank(x) > 0 and not isinstance(shape(x)[dim], int)
+
+
+@register("aten.split_with_sizes.default")
 def _split_with_sizes(imp, node, a):
+    if _symbolic_split_dim(node, a.self) or any(not isinstance(n, int) for n in a.split_sizes):
+        return _split_symbolic(a.self, node, a.dim)
     return _split(a.self, a.split_sizes, a.dim)
 
 
-@register("aten.split.Tensor", check=_static_sliced_dim)
+@register("aten.split.Tensor")
 def _split_tensor(imp, node, a):
+    if _symbolic_split_dim(node, a.self) or not isinstance(a.split_size, int):
+        return _split_symbolic(a.self, node, a.dim)
     n = shape(a.self)[a.dim % rank(a.self)]
     sizes = [min(a.split_size, n - i) for i in range(0, n, a.split_size)] or [0]
     return _split(a.self, sizes, a.dim)

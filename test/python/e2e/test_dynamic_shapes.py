@@ -187,12 +187,14 @@ _SLICES = [
     ("write_middle", _write_middle),
     ("pad", lambda x: torch.nn.functional.pad(x, (-1, 2, 1, 0), value=3.0)),   # (a cut and a fill)
     ("flip", lambda x: x.flip(1) - x.flip(0, 1)),
+    ("chunk", lambda x: torch.cat(torch.chunk(x, 2, 1)[::-1], 1)),   # split_with_sizes of symbolic sizes
+    ("split_sizes", lambda x: torch.split(x, [2, x.shape[1] - 2], 1)[1] * 2),
 ]
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda"])
 def test_slicing_along_symbolic_dims(target):
-    """Slices, narrow, select, slice writes, pads and flips along a symbolic dim, with static, negative,
+    """Slices, narrow, select, slice writes, pads, flips and splits along a symbolic dim, with static, negative,
     strided and symbolic bounds, and a static buffer sliced to a symbolic length: one compile
     serves every size (the cuda target in Triton's interpreter without a GPU)."""
     device = "cuda" if target == "cuda" and torch.cuda.is_available() else "cpu"
