@@ -101,12 +101,50 @@ def _to_sympy(expr: str):
                       lambda a: -a, lambda f, args: (sympy.Max if f == "max" else sympy.Min)(*args))
 
 
+def _through_floats(e):
+    """A size torch computed through floats (a float scale factor: TruncToInt(1.5*ToFloat(s0)))
+    as integer arithmetic where that is exact: ToFloat(x) is x, a dyadic float constant
+    (1.5, 0.25: a product with it is exact in float64) is its rational, and TruncToInt /
+    FloorToInt of p(s) / q is p(s) // q (sizes are non-negative: truncation is the floor).
+    Anything else is left as it is (and refused by the grammar)."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv
+
+    names = {type(f).__name__ for f in e.atoms(sympy.Function)}
+    if not names & {"ToFloat", "TruncToInt", "FloorToInt"}:
+        return e
+
+    def exact(x):
+        if isinstance(x, sympy.Float):
+            r = sympy.Rational(float(x))
+            if r.q & (r.q - 1) == 0 and r.q <= 2 ** 20:   # a power of two
+                return r
+        return x
+
+    def to_int(arg):
+        arg = sympy.together(arg.replace(lambda x: isinstance(x, sympy.Float), exact))
+        num, den = sympy.fraction(arg)
+        if not (num.is_polynomial() and all(isinstance(c, sympy.Integer) for c in sympy.Poly(num).coeffs())) \
+                or not isinstance(den, sympy.Integer):
+            return None
+        return num if den == 1 else FloorDiv(num, den)
+
+    e = e.replace(lambda x: type(x).__name__ == "ToFloat", lambda x: x.args[0])
+    for name in ("TruncToInt", "FloorToInt"):
+        e = e.replace(lambda x: type(x).__name__ == name,
+                      lambda x: to_int(x.args[0]) if to_int(x.args[0]) is not None else x)
+    return e
+
+
 def from_sympy(e) -> int | str:
     """A sympy expression (torch's SymInt.node.expr) -> an int or its canonical text."""
     import sympy
     from torch.utils._sympy.printers import PythonPrinter
 
     if isinstance(e, (int, sympy.Integer)):
+        return int(e)
+    e = _through_floats(e)
+    if isinstance(e, sympy.Integer):
         return int(e)
     return PythonPrinter().doprint(e)
 

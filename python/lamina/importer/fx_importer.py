@@ -21,6 +21,7 @@ The converters, one per ATen overload, live in `aten_ops.py` (`CONVERTERS`).
 from __future__ import annotations
 
 import linecache
+import math
 import operator
 import re
 from dataclasses import dataclass, field
@@ -145,7 +146,8 @@ def _unbacked(val) -> bool:
 # Nodes that compute sizes (SymInt) from sizes: they produce no IR (the sizes they stand
 # for are expressions in the tensor types), see FxImporter._convert.
 SIZE_NODES = {operator.mul, operator.add, operator.sub, operator.floordiv, operator.mod, operator.neg,
-              torch.sym_max, torch.sym_min, torch.sym_sum} | {
+              torch.sym_max, torch.sym_min, torch.sym_sum,
+              math.trunc, math.floor} | {   # (of a size scaled by a dyadic float: symbols._through_floats)
     t for t in (getattr(torch.ops.aten.sym_size, "int", None), getattr(torch.ops.aten.sym_numel, "default", None),
                 getattr(torch.ops.aten.sym_stride, "int", None), getattr(torch.ops.aten.sym_storage_offset, "default", None))
     if t is not None}
@@ -215,7 +217,11 @@ def _scalar_reason(node: torch.fx.Node) -> str | None:
     if _unbacked(val):
         return "result has a data-dependent size or value (it is known only after the op runs)"
     if isinstance(val, (int, torch.SymInt)) and (node.op == "placeholder" or node.target in SIZE_NODES):
-        return None  # any expression of symbols: materialized from them
+        try:   # any expression of symbols in the grammar: materialized from them
+            S.free_symbols(str(S.dim_of(val)))
+        except S.SymbolError as e:
+            return str(e)
+        return None
     if isinstance(val, (float, torch.SymFloat)) and node.target in _FLOAT_OPS:
         for a in node.args:
             if isinstance(a, torch.fx.Node) and _scalar_reason(a) is not None:

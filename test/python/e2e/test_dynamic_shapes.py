@@ -465,3 +465,32 @@ def test_convolution_weight_of_symbolic_out_channels():
         x, w = torch.randn(2, out_channels, hw, hw), torch.randn(out_channels, 3, 3, 3)
         torch.testing.assert_close(compiled(x, w), fn(x, w), rtol=1e-4, atol=1e-5)
     _assert_no_fallback(_records_since(before))
+
+
+def test_sizes_scaled_by_dyadic_floats():
+    """Upsampling by a float scale factor sizes its output TruncToInt(1.5*ToFloat(s0)): with a
+    dyadic factor that is exact integer arithmetic ((3*s0) // 2), so the size nodes compile
+    (they fell back, and the graph with them); a factor like 1.1 stays refused."""
+    import sympy
+    from torch.utils._sympy.functions import ToFloat, TruncToInt
+
+    from lamina.dialect import symbols as S
+
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    assert S.from_sympy(TruncToInt(1.5 * ToFloat(s0))) == "(3*s0) // 2"
+    assert S.from_sympy(TruncToInt(2.0 * ToFloat(s0))) == "2*s0"
+    with pytest.raises(S.SymbolError):
+        S.free_symbols(str(S.from_sympy(TruncToInt(1.1 * ToFloat(s0)))))
+
+    def upsample(x):
+        return (torch.nn.functional.interpolate(x, scale_factor=1.5, mode="bicubic"),
+                torch.nn.functional.interpolate(x, scale_factor=0.5, mode="bilinear"),
+                torch.nn.functional.interpolate(x, scale_factor=2.5, mode="nearest"))
+
+    torch._dynamo.reset()
+    compiled = torch.compile(upsample, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for shape in ((2, 3, 9, 12), (1, 2, 13, 10), (2, 2, 7, 11)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x), upsample(x), rtol=1e-4, atol=1e-4)
+    _assert_no_fallback(_records_since(before))
