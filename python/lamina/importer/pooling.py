@@ -259,7 +259,6 @@ class _Windows:
             v = _pad_dim(v, dim, start, self.sizes[i] - (start + n))
         return v
 
-
     def _gather_to_inputs(self, v, dim: int, i: int, t: int):
         """place() along a symbolic dim, as a gather: input position j takes output
         o = (j + p - t*d) / s where that is an integer in [0, out), else 0. (Zero-stuffing,
@@ -507,7 +506,7 @@ def _apply_along(x, dim: int, rhs: ir.Value):
     return ops.transpose(y, perm=inv) if perm != list(range(r)) else y
 
 
-def _adaptive_avg_check(node) -> str | None:
+def _static_output_size(node) -> str | None:
     size = _arg(node, "output_size")
     if any(_is_symbolic_scalar(t) for t in (size if isinstance(size, (list, tuple)) else [size])):
         return "adaptive pooling to a symbolic output size (not supported)"
@@ -515,7 +514,7 @@ def _adaptive_avg_check(node) -> str | None:
 
 
 def _register_adaptive_avg(r: int):
-    @register(f"aten._adaptive_avg_pool{r}d.default", check=_adaptive_avg_check)
+    @register(f"aten._adaptive_avg_pool{r}d.default", check=_static_output_size)
     def _adaptive_avg(imp, node, a):
         x = a.self
         want = meta_type(node)
@@ -649,7 +648,7 @@ def _adaptive_max_backward_symbolic(imp, grad, x, indices, r: int, want):
 
 
 def _register_adaptive_max(r: int):
-    @register(f"aten.adaptive_max_pool{r}d.default", check=_adaptive_avg_check)
+    @register(f"aten.adaptive_max_pool{r}d.default", check=_static_output_size)
     def _adaptive_max(imp, node, a):
         x = a.self
         out = _expand_arg(a.output_size, r)
