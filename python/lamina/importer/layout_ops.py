@@ -111,8 +111,7 @@ def _diagonal_dims(node, x):
     return [d1, d2]
 
 
-@register("aten.diagonal.default",
-          check=static_dims(_diagonal_dims, "diagonal along a symbolic dim (not supported yet)"))
+@register("aten.diagonal.default")
 def _diagonal(imp, node, a):
     x = a.self
     r = rank(x)
@@ -127,7 +126,14 @@ def _diagonal(imp, node, a):
     rest = [i for i in range(r) if i not in (d1, d2)]
     y = ops.transpose(x, perm=rest + [d1, d2]) if rest + [d1, d2] != list(range(r)) else x
     lead = [shape(x)[i] for i in rest]
-    y = ops.reshape(y, result_type=T.tensor_type(lead + [n1 * n2], et))
+    y = ops.reshape(y, result_type=T.tensor_type(lead + [S.combine("*", n1, n2)], et))
+    if any(isinstance(n, str) for n in (n1, n2, length)):
+        # a gather: the step n2 + 1 of the static sizes' strided slice is symbolic here
+        i64 = T.element_type("i64")
+        step = ops.add(imp.size_value(n2), constant(1, i64))
+        start = constant(off, i64) if off >= 0 else ops.mul(constant(-off, i64), imp.size_value(n2))
+        positions = ops.add(ops.mul(ops.iota(result_type=T.tensor_type([length], i64)), step), start)
+        return ops.index_select(y, positions, dim=len(lead))
     start = off if off >= 0 else -off * n2
     y = ops.slice(y, dim=len(lead), start=start, end=start + (length - 1) * (n2 + 1) + 1, step=n2 + 1)
     return y

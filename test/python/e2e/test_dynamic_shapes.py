@@ -189,12 +189,13 @@ _SLICES = [
     ("flip", lambda x: x.flip(1) - x.flip(0, 1)),
     ("chunk", lambda x: torch.cat(torch.chunk(x, 2, 1)[::-1], 1)),   # split_with_sizes of symbolic sizes
     ("split_sizes", lambda x: torch.split(x, [2, x.shape[1] - 2], 1)[1] * 2),
+    ("diagonal", lambda x: torch.diagonal(x, 1) * 2 + torch.diagonal(x.t(), -1)),   # a gather: symbolic step
 ]
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda"])
 def test_slicing_along_symbolic_dims(target):
-    """Slices, narrow, select, slice writes, pads, flips and splits along a symbolic dim, with static, negative,
+    """Slices, narrow, select, slice writes, pads, flips, splits and diagonals along a symbolic dim, with static, negative,
     strided and symbolic bounds, and a static buffer sliced to a symbolic length: one compile
     serves every size (the cuda target in Triton's interpreter without a GPU)."""
     device = "cuda" if target == "cuda" and torch.cuda.is_available() else "cpu"

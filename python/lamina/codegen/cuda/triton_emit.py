@@ -181,7 +181,7 @@ class _Emitter:
             return f"(({a} + {b} - 1) // {b})"
         if name in ("arith.maxsi", "arith.minsi"):
             a, b = self.index(op.operands[0]), self.index(op.operands[1])
-            return f"{name[-4:-1]}({a}, {b})"
+            return f"{name[len('arith.'):-2]}({a}, {b})"   # max / min: Python's, and Triton's builtins in a kernel
         raise Unsupported(f"index value defined by {name}")
 
     def shape(self, v: ir.Value) -> list[str]:
