@@ -105,12 +105,6 @@ def _repeat(imp, node, a):
     return ops.reshape(y, result_type=T.tensor_type(out, et))
 
 
-def _diagonal_dims(node, x):
-    d1 = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim1", 0)
-    d2 = node.args[3] if len(node.args) > 3 else node.kwargs.get("dim2", 1)
-    return [d1, d2]
-
-
 @register("aten.diagonal.default")
 def _diagonal(imp, node, a):
     x = a.self
