@@ -267,6 +267,31 @@ def test_gathers_and_scatters_with_a_changing_batch(target):
     assert any(r["dynamic"] for r in records), records
 
 
+def _module_matches_eager(cls, inputs, train: bool) -> list:
+    """A freshly seeded `cls` compiled with dynamic=True (strict) against an eager copy with
+    the same weights, over each tuple of `inputs`: outputs, and in train mode the parameter
+    gradients of a squared-sum loss and the buffers (running statistics). The new reports."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model, ref = cls().train(train), cls().train(train)
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for args in inputs:
+        with torch.set_grad_enabled(train):
+            got, want = compiled(*args), ref(*args)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        if train:
+            got.square().sum().backward()
+            want.square().sum().backward()
+            for p, q in zip(model.parameters(), ref.parameters()):
+                torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+                p.grad = q.grad = None
+            for b, c in zip(model.buffers(), ref.buffers()):   # running statistics
+                torch.testing.assert_close(b, c)
+    return _records_since(before)
+
+
 class _ConvNet(torch.nn.Module):
     """Convolutions of every kind a symbolic length reaches: a strided 1-d one with a kernel
     longer than 3 (its output length s - 3 is negative at sample values the memory-plan check
@@ -291,26 +316,8 @@ def test_convolutions_of_symbolic_sizes_forward_and_backward(train):
     """dynamic=True: convolutions whose decomposition needs a symbolic size (transposed,
     backward, the weight gradient over a symbolic batch) are library calls of the ATen routine;
     every graph compiles with no fallback, for two sets of sizes, forward and backward."""
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model, ref = _ConvNet().train(train), _ConvNet().train(train)
-    ref.load_state_dict(model.state_dict())
-    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
-    before = len(lamina.backend.reports())
-    for n, length, hw in ((3, 11, 9), (2, 17, 14)):
-        x, img = torch.randn(n, 3, length), torch.randn(n, 6, hw, hw + 1)
-        with torch.set_grad_enabled(train):
-            got, want = compiled(x, img), ref(x, img)
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
-        if train:
-            got.square().sum().backward()
-            want.square().sum().backward()
-            for p, q in zip(model.parameters(), ref.parameters()):
-                torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
-                p.grad = q.grad = None
-            for b, c in zip(model.buffers(), ref.buffers()):   # running statistics
-                torch.testing.assert_close(b, c)
-    records = _records_since(before)
+    records = _module_matches_eager(_ConvNet, [(torch.randn(n, 3, length), torch.randn(n, 6, hw, hw + 1))
+                                               for n, length, hw in ((3, 11, 9), (2, 17, 14))], train)
     _assert_no_fallback(records)
     assert any(r["dynamic"] for r in records), records
 
@@ -336,24 +343,8 @@ class _PooledNet(torch.nn.Module):
 def test_pooling_over_symbolic_image_sizes(train):
     """dynamic=True: the pools take symbolic spatial sizes (every size's remainder modulo the
     strides), eager's values and gradients, no fallback."""
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model, ref = _PooledNet().train(train), _PooledNet().train(train)
-    ref.load_state_dict(model.state_dict())
-    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
-    before = len(lamina.backend.reports())
-    for n, h, w in ((2, 20, 17), (3, 13, 22), (2, 31, 29)):
-        x = torch.randn(n, 3, h, w)
-        with torch.set_grad_enabled(train):
-            got, want = compiled(x), ref(x)
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
-        if train:
-            got.square().sum().backward()
-            want.square().sum().backward()
-            for p, q in zip(model.parameters(), ref.parameters()):
-                torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
-                p.grad = q.grad = None
-    records = _records_since(before)
+    records = _module_matches_eager(_PooledNet, [(torch.randn(n, 3, h, w),)
+                                                 for n, h, w in ((2, 20, 17), (3, 13, 22), (2, 31, 29))], train)
     _assert_no_fallback(records)
     assert records and all(r["dynamic"] for r in records), records
 
@@ -376,22 +367,8 @@ class _NormUpsampleNet(torch.nn.Module):
 
 
 def test_norms_and_upsampling_of_a_symbolic_batch_train():
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model, ref = _NormUpsampleNet().train(), _NormUpsampleNet().train()
-    ref.load_state_dict(model.state_dict())
-    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
-    before = len(lamina.backend.reports())
-    for n, hw in ((3, 6), (2, 5)):
-        x = torch.randn(n, 4, hw, hw)
-        got, want = compiled(x), ref(x)
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
-        got.square().sum().backward()
-        want.square().sum().backward()
-        for p, q in zip(model.parameters(), ref.parameters()):
-            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
-            p.grad = q.grad = None
-    _assert_no_fallback(_records_since(before))
+    _assert_no_fallback(_module_matches_eager(_NormUpsampleNet, [(torch.randn(n, 4, hw, hw),)
+                                                                 for n, hw in ((3, 6), (2, 5))], True))
 
 
 class _SpecializedSizes(torch.nn.Module):
