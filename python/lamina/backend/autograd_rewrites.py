@@ -5,8 +5,8 @@ decomposition before AOTAutograd, so autograd differentiates ops lamina compiles
 AOTAutograd differentiates the ATen op (grid_sampler_2d's derivative is
 grid_sampler_2d_backward, which no decomposition table has) and decomposes only after; so
 the rewrite happens on dynamo's graph, where `F.grid_sample` is still one call. The
-forward computes what it computed before (the same decompositions: torch's
-grid_sampler_2d, lamina's grid_sampler_3d); the gradients are autograd's of those ops
+forward computes what it computed before (the same decompositions: lamina's
+grid_sampling.py, torch's for bicubic); the gradients are autograd's of those ops
 (scatter-adds into the input, the weights' derivatives for the grid), as ATen's backward
 kernels compute them up to the order of summation.
 """
@@ -22,15 +22,10 @@ _PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
 
 
 def _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
-    from torch._decomp import decomposition_table
+    from .grid_sampling import grid_sampler_2d, grid_sampler_3d
 
-    from .grid_sampling import grid_sampler_3d
-
-    if input.dim() == 5:
-        out = grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners)
-    else:
-        out = decomposition_table[torch.ops.aten.grid_sampler_2d.default](
-            input, grid, interpolation_mode, padding_mode, align_corners)
+    sampler = grid_sampler_3d if input.dim() == 5 else grid_sampler_2d
+    out = sampler(input, grid, interpolation_mode, padding_mode, align_corners)
     if interpolation_mode == 1 and grid.requires_grad:
         # nearest reads the grid through integer indices only: autograd would leave the grid
         # out of the graph, where eager's backward gives it a zero gradient. A term that is

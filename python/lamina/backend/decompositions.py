@@ -7,6 +7,9 @@ fixes where its reference differs from eager.
     addbmm, angle, mode, histc, histogram (bins as a count), nonzero_static, pdist, segment_reduce,
         grid_sampler_3d (grid_sampling.py), _embedding_bag_backward (dense): not in torch's
         table (ATen kernels); composed of ops lamina compiles
+    grid_sampler_2d (bilinear, nearest): torch's reference computes the source coordinates
+        another way than ATen's kernels; a sample on a cell boundary then lands in another
+        cell and the grid's gradient differs (grid_sampling.py)
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import torch
 from ..dialect.types import bf16_bits
 from .antialias_resize import (upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward, upsample_bilinear2d_aa,
                                upsample_bilinear2d_aa_backward)
-from .grid_sampling import grid_sampler_3d
+from .grid_sampling import grid_sampler_2d, grid_sampler_3d
 from .window_functions import window_decompositions
 
 aten = torch.ops.aten
@@ -54,7 +57,22 @@ def _linspace(start, end, steps, *, dtype=None, layout=torch.strided, device=Non
                       for v in (start, end))
         return linspace(start, end, steps, dtype=torch.float32, layout=layout, device=device,
                         pin_memory=pin_memory).to(dtype)
+    if (dtype or torch.get_default_dtype()) == torch.float32 and steps > 1 \
+            and not isinstance(start, torch.Tensor) and not isinstance(end, torch.Tensor):
+        return _linspace_f32(start, end, steps, device)
     return linspace(start, end, steps, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory)
+
+
+def _linspace_f32(start, end, steps: int, device):
+    """ATen's f32 kernel (CPU and CUDA alike): step = (end - start) / (steps - 1) in f32, then
+    start + step * i below halfway, end - step * (steps - 1 - i) above it, each one fused
+    multiply-add (the compilers contract it), so rounded once: computed in f64 (exact for
+    any size a tensor has) and rounded. torch's reference rounds the product too, 1 ulp off
+    at some points: a base grid that misses an integer moves a grid_sample into the next cell."""
+    s, e = _rounded(start, torch.float32), _rounded(end, torch.float32)
+    step = _rounded(_rounded(e - s, torch.float32) / (steps - 1), torch.float32)
+    i = torch.arange(steps, dtype=torch.float64, device=device)
+    return torch.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i)).to(torch.float32)
 
 
 def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=torch.strided, device=None, pin_memory=False):
@@ -328,6 +346,7 @@ _OVERRIDES = {
     aten._upsample_bicubic2d_aa.default: upsample_bicubic2d_aa,
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,
     aten._upsample_bicubic2d_aa_backward.default: upsample_bicubic2d_aa_backward,
+    aten.grid_sampler_2d.default: grid_sampler_2d,
     aten.grid_sampler_3d.default: grid_sampler_3d,
     aten._embedding_bag_backward.default: _embedding_bag_backward,
     aten.histogram.bin_ct: _histogram,
@@ -350,7 +369,7 @@ _OVERRIDES = {
 # ops lamina compiles (as Inductor adds them to its table); OpInfo checks each against eager.
 # (Bessel functions, ndtri, erfcx, frexp and as_strided_scatter decompose to prims: not here;
 # the importer has the special functions itself: importer/series_functions.py, special_functions.py.)
-_EXTRA = ("addmv.default", "dist.default", "grid_sampler_2d.default", "permute_copy.default",
+_EXTRA = ("addmv.default", "dist.default", "permute_copy.default",
           "narrow_copy.default", "unbind_copy.int", "as_strided_copy.default",
           "_batch_norm_with_update_functional.default")
 

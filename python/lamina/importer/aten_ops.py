@@ -669,11 +669,21 @@ def constant_from_array(array, et) -> ir.Value:
 def _arange(imp, node, start, step):
     tt = meta_type(node)
     et = tt.element_type
-    x = ops.iota(result_type=tt)
+    # ATen computes start + step * i in double for f32 (CPU's accumulate type; f16/bf16:
+    # float, one fused multiply-add) and rounds once: in f64 here, rounded to f32 then to
+    # et. (In et, start + step * i rounds twice: an f32 arange 1 ulp off at some points.
+    # f64's fma is rounded twice here.)
+    wide = T.is_float(et) and T.type_name(et) != "f64"
+    work = T.element_type("f64") if wide else et
+    x = ops.iota(result_type=T.with_element_type(tt, work) if wide else tt)
     if step != 1:
-        x = ops.mul(x, constant(step, et))
+        x = ops.mul(x, constant(step, work))
     if start != 0:
-        x = ops.add(x, constant(start, et))
+        x = ops.add(x, constant(start, work))
+    if wide:
+        x = cast(x, T.element_type("f32"))
+        if T.type_name(et) != "f32":
+            x = cast(x, et)
     return x
 
 

@@ -65,3 +65,14 @@ def test_window_functions(name):
         x = torch.ones(n, dtype=dt)
         got = torch.compile(fn, backend="lamina", options={"strict": True})(x)
         torch.testing.assert_close(got, fn(x), rtol=0, atol=3e-7 if dt == torch.float32 else 1e-15)
+
+
+@pytest.mark.parametrize("start, end", [(-1, 1), (0, 1), (0.3, 7.7), (-5, 2.5), (3, -2), (1e-3, 1e4)])
+def test_float32_linspace_bit_equal_to_eager(start, end):
+    """ATen's f32 linspace rounds start + step * i once (a fused multiply-add); computed in
+    f32 it was 1 ulp off at some points, enough to move an affine grid off a pixel."""
+    steps = [2, 3, 5, 6, 7, 8, 16, 31, 100, 1001]
+    fn = lambda: [torch.linspace(start, end, n) for n in steps]   # noqa: E731
+    torch._dynamo.reset()
+    for got, want in zip(torch.compile(fn, backend="lamina", options={"strict": True})(), fn()):
+        assert torch.equal(got, want), (got - want).abs().max()

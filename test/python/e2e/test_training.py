@@ -45,6 +45,61 @@ def test_grid_sample_trains():
     assert all(r["fallback_ops"] == [] for r in lamina.backend.reports()[before:])
 
 
+
+class _SpatialTransformer(torch.nn.Module):
+    """affine_grid + grid_sample from an identity transform, a spatial transformer's usual
+    start: every sample lies on a cell boundary, where the grid's gradient depends on which
+    cell the rounding of the source coordinate picks (a 1-ulp difference moved it)."""
+
+    def __init__(self, rank, align_corners, padding_mode, mode):
+        super().__init__()
+        self.theta = torch.nn.Parameter(torch.eye(rank, rank + 1).unsqueeze(0))
+        self.options = dict(align_corners=align_corners, padding_mode=padding_mode, mode=mode)
+
+    def forward(self, x):
+        F = torch.nn.functional
+        grid = F.affine_grid(self.theta.expand(x.shape[0], -1, -1), x.shape, align_corners=self.options["align_corners"])
+        grid = torch.cat([grid[:1], grid[1:] * 1.7], 0)   # the second image also samples outside
+        return F.grid_sample(x, grid, **self.options)
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_spatial_transformer_at_identity_matches_eager(rank, padding_mode, align_corners):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    shape = (2, 3, 6, 7) if rank == 2 else (2, 2, 4, 5, 3)
+    model = _SpatialTransformer(rank, align_corners, padding_mode, "bilinear")
+    x = torch.randn(*shape)
+    want_out = model(x)
+    weight = torch.randn_like(want_out)
+    want = torch.autograd.grad((want_out * weight).sum(), model.theta)[0]
+    before = len(lamina.backend.reports())
+    got_out = torch.compile(model, backend="lamina", options={"strict": True})(x)
+    got = torch.autograd.grad((got_out * weight).sum(), model.theta)[0]
+    torch.testing.assert_close(got_out, want_out, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert all(r["fallback_ops"] == [] for r in lamina.backend.reports()[before:])
+
+
+def test_grid_sample_nan_coordinates_as_eager():
+    """A NaN or infinite coordinate: CPU's 2-d kernel gives NaN with zero padding (a masked 0
+    times a NaN weight), its 3-d kernel skips the corner; border/reflection clip NaN as each
+    kernel's min/max does."""
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    for rank in (2, 3):
+        x = torch.randn(1, 2, 5, 6) if rank == 2 else torch.randn(1, 2, 3, 4, 5)
+        grid = torch.randn((1, 4, 3, 2) if rank == 2 else (1, 2, 4, 3, 3)) * 2
+        grid.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0])
+        for padding_mode in ("zeros", "border", "reflection"):
+            torch._dynamo.reset()
+            fn = lambda x, g: F.grid_sample(x, g, padding_mode=padding_mode, align_corners=False)   # noqa: E731
+            got = torch.compile(fn, backend="lamina", options={"strict": True})(x, grid)
+            torch.testing.assert_close(got, fn(x, grid), rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
 class _TensorLiterals(torch.nn.Module):
     """torch.tensor(...) built in forward: a constant the training graph's forward is imported
     with under AOTAutograd's fake mode (its detach() raised there, and the graph ran eagerly)."""
