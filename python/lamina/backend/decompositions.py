@@ -5,6 +5,7 @@ fixes where its reference differs from eager.
         (4.3 -> 4) and steps in double; torch's reference keeps them as given and steps in
         the default float dtype, so its values differ (OpInfo's linspace.tensor_overload)
     addbmm, angle, mode, histc, histogram (bins as a count), nonzero_static, pdist, segment_reduce,
+        replication_pad{1,2,3}d_backward,
         grid_sampler_3d (grid_sampling.py), _embedding_bag_backward (dense): not in torch's
         table (ATen kernels); composed of ops lamina compiles
     grid_sampler_2d (bilinear, nearest): torch's reference computes the source coordinates
@@ -339,6 +340,22 @@ def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, a
     return out
 
 
+def _replication_pad_backward(grad_output, self, padding):
+    """The gradient of a replication pad: along each padded dim, output position o read input
+    clamp(o - left, 0, n - 1); index_add puts each gradient there (negative pads crop:
+    the same clamp). Not in torch's table (ATen kernels)."""
+    grad = grad_output
+    for k in range(len(padding) // 2):
+        dim = self.dim() - 1 - k
+        n = self.shape[dim]
+        source = torch.arange(grad.shape[dim], device=grad.device) - padding[2 * k]
+        source = source.clamp(0, n - 1)
+        shape = list(grad.shape)
+        shape[dim] = n
+        grad = grad.new_zeros(shape).index_add(dim, source, grad)
+    return grad
+
+
 _OVERRIDES = {
     aten.segment_reduce.default: _segment_reduce,
     aten.as_strided_scatter.default: _as_strided_scatter,
@@ -347,6 +364,9 @@ _OVERRIDES = {
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,
     aten._upsample_bicubic2d_aa_backward.default: upsample_bicubic2d_aa_backward,
     aten.grid_sampler_2d.default: grid_sampler_2d,
+    aten.replication_pad1d_backward.default: _replication_pad_backward,
+    aten.replication_pad2d_backward.default: _replication_pad_backward,
+    aten.replication_pad3d_backward.default: _replication_pad_backward,
     aten.grid_sampler_3d.default: grid_sampler_3d,
     aten._embedding_bag_backward.default: _embedding_bag_backward,
     aten.histogram.bin_ct: _histogram,

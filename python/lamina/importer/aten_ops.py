@@ -946,6 +946,11 @@ def _symbolic_bounds(node) -> tuple | None:
     else:
         want = node.meta["val"].shape[dim]
     bounds = B.checked(start, end, step, want)
+    if bounds is None and target == "aten.slice_scatter.default" and step != 1:
+        # A strided scatter writes src's elements at start + k * step and needs no end: torch
+        # checked src's size against the slice under guards these expressions do not see
+        # (x[..., 1::2] of an even size s: s // 2 written as (s + 1) // 2).
+        bounds = (start[0], end[0])
     if bounds is None:
         raise ValueError(f"torch sized this slice as {want}, not as its bounds {start[0]}..{end[0]} give")
     return dim, str(bounds[0]), str(bounds[1]), step
@@ -1054,12 +1059,38 @@ def _unbind(imp, node, a):
     return tuple(reshape(slice_(a.self, a.dim, i, i + 1), meta_type(node, i)) for i in range(n))
 
 
-def _slice_scatter_check(node):
-    step = node.kwargs.get("step", node.args[5] if len(node.args) > 5 else 1)
-    return None if step == 1 else f"slice_scatter with step {step}"
+def _strided_slice_scatter(imp, x, src, dim, start, end, step):
+    """x with x[start:end:step] along dim replaced by src (the backward of x[..., ::2]): src
+    gathered to x's positions, chosen where a position is hit. Static bounds: a constant
+    index table; symbolic ones (normalized expressions): computed from an iota, position
+    start + k * step taking src's k-th element for k below src's size (end unused: see
+    _symbolic_bounds)."""
+    import numpy as np
+
+    size, count = shape(x)[dim], shape(src)[dim]
+    if count == 0:
+        return x
+    line = [1] * rank(x)
+    line[dim] = size
+    i1, i64 = T.element_type("i1"), T.element_type("i64")
+    if all(isinstance(v, int) for v in (size, count, start, end)):
+        i = np.arange(size)
+        k = (i - start) // step
+        hit = (i >= start) & (i < end) & ((i - start) % step == 0) & (k < count)
+        index, hit = constant_from_array(np.where(hit, k, 0), i64), constant_from_array(hit.reshape(line), i1)
+    else:
+        rel = ops.sub(ops.iota(result_type=T.tensor_type([size], i64)), imp.size_value(start))
+        ahead = ops.maximum(rel, constant(0, i64))
+        k = ops.div_floor(ahead, constant(step, i64))
+        last = ops.sub(imp.size_value(count), constant(1, i64))
+        ok = ops.logical_and(ops.ge(rel, constant(0, i64)), ops.eq(ops.remainder(ahead, constant(step, i64)), constant(0, i64)))
+        ok = ops.logical_and(ok, ops.le(k, last))
+        index = ops.minimum(k, ops.maximum(last, constant(0, i64)))
+        hit = ops.reshape(ok, result_type=T.tensor_type(line, i1))
+    return ops.where(hit, ops.index_select(src, index, dim=dim), x)
 
 
-@register("aten.slice_scatter.default", check=_all_checks(_slice_scatter_check, _sliceable))
+@register("aten.slice_scatter.default", check=_sliceable)
 def _slice_scatter(imp, node, a):
     """input with input[start:end] along dim replaced by src (what x[:, 1:].mul_(2) becomes):
     concat(input[:start], src, input[end:]), leaving out empty pieces."""
@@ -1067,7 +1098,9 @@ def _slice_scatter(imp, node, a):
     dim = a.dim % rank(x)
     bounds = _symbolic_bounds(node)
     if bounds is not None:
-        _, start, end, _ = bounds
+        _, start, end, step = bounds
+        if step != 1:
+            return _strided_slice_scatter(imp, x, src, dim, start, end, step)
         size = str(shape(x)[dim])
         pieces = ([symbolic_slice(x, dim, "0", start)] if start != "0" else []) + [src] + \
             ([symbolic_slice(x, dim, end, size)] if not S.equivalent(end, size) else [])
@@ -1080,6 +1113,8 @@ def _slice_scatter(imp, node, a):
     end = size if a.end is None else (a.end + size if a.end < 0 else a.end)
     start = min(max(start, 0), size)
     end = min(max(end, start), size)
+    if a.step != 1:
+        return _strided_slice_scatter(imp, x, src, dim, start, end, a.step)
     pieces = [p for p, n in ((slice_(x, dim, 0, start), start), (src, end - start), (slice_(x, dim, end, size), size - end))
               if n > 0]
     if not pieces:

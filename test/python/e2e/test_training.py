@@ -121,3 +121,28 @@ def test_tensor_literals_in_a_training_forward():
                                  lambda m: torch.compile(m, backend="lamina", options={"strict": True}))
     records = lamina.backend.reports()[before:]
     assert len(records) == 2 and all(r["fallback_ops"] == [] for r in records)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_strided_slice_and_replication_pad_backward(dynamic):
+    """x[..., 1::3]'s backward is a slice_scatter with a step (a rotary embedding's x[..., ::2]
+    and x[..., 1::2]), a replication pad's an ATen kernel: both compile, over symbolic sizes
+    too (an even size's s // 2 written by torch as (s + 1) // 2)."""
+    F = torch.nn.functional
+
+    def fn(x, y):
+        a, b = x[..., ::2], x[..., 1::2]
+        rotated = torch.stack([a * 2 - b, a + b * 3], -1).flatten(-2)
+        return ((rotated ** 2).sum() + (x[..., 1::3] * 1.5).sum() + (x[:, 2:-1:2] ** 3).sum()
+                + (F.pad(y, (1, -1, 2, 0), mode="replicate") ** 2).sum()
+                + (F.pad(y[:, 0], (2, 3), mode="replicate") ** 2).sum())
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", dynamic=dynamic, options={"strict": True})
+    for n in (8, 10) if dynamic else (8,):
+        x = torch.randn(3, n, requires_grad=True)
+        y = torch.randn(2, 3, 4, n - 3, requires_grad=True)
+        want = torch.autograd.grad(fn(x, y), (x, y))
+        got = torch.autograd.grad(compiled(x, y), (x, y))
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
