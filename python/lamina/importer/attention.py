@@ -35,10 +35,21 @@ def _t(x):
     return ops.transpose(x, perm=list(range(r - 2)) + [r - 1, r - 2])
 
 
-def _scores(q, k, a, acc):
+def _scale(imp, q, a, acc):
+    """The scores' scale as a rank-0 acc value: the op's, or 1 / sqrt(E) computed in double
+    and rounded as ATen's calculate_scale (E may be symbolic: from the graph's symbols)."""
+    if a.scale is not None:
+        return constant(a.scale, acc)
     e = shape(q)[-1]
-    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(e)
-    s = ops.mul(ops.matmul(q, _t(k)), constant(scale, acc))
+    if isinstance(e, int):
+        return constant(1.0 / math.sqrt(e), acc)
+    f64 = T.element_type("f64")
+    return cast(ops.div(constant(1.0, f64), ops.sqrt(cast(imp.size_value(e), f64))), acc)
+
+
+def _scores(imp, q, k, a, acc):
+    scale = _scale(imp, q, a, acc)
+    s = ops.mul(ops.matmul(q, _t(k)), scale)
     lq, lk = shape(q)[-2], shape(k)[-2]
     if a.is_causal:
         i64 = T.element_type("i64")
@@ -61,14 +72,14 @@ def _logsumexp(s):
     return ops.add(m, ops.log(ops.reduce_sum(ops.exp(ops.sub(s, m)), dims=last, keepdim=True)))
 
 
-def _gradients(p, q, k, v, o, do, scale: float, acc):
+def _gradients(p, q, k, v, o, do, scale, acc):
     """dQ, dK, dV and dS of attention with probabilities p, output o and its gradient do."""
     dv = ops.matmul(_t(p), do)
     dp = ops.matmul(do, _t(v))
     d = ops.reduce_sum(ops.mul(do, o), dims=[rank(p) - 1], keepdim=True)
     ds = ops.mul(p, ops.sub(dp, d))
-    dq = ops.mul(ops.matmul(ds, k), constant(scale, acc))
-    dk = ops.mul(ops.matmul(_t(ds), q), constant(scale, acc))
+    dq = ops.mul(ops.matmul(ds, k), scale)
+    dk = ops.mul(ops.matmul(_t(ds), q), scale)
     return dq, dk, dv, ds
 
 
@@ -80,7 +91,7 @@ def _acc(q):
 def _flash_forward(imp, node, a):
     acc = _acc(a.query)
     q, k, v = (cast(t, acc) for t in (a.query, a.key, a.value))
-    s, _ = _scores(q, k, a, acc)
+    s, _ = _scores(imp, q, k, a, acc)
     lse = _logsumexp(s)
     out = ops.matmul(ops.exp(ops.sub(s, lse)), v)
     lse_want = meta_type(node, 1)
@@ -92,7 +103,7 @@ def _flash_forward(imp, node, a):
 def _flash_backward(imp, node, a):
     acc = _acc(a.query)
     q, k, v, o, do = (cast(t, acc) for t in (a.query, a.key, a.value, a.out, a.grad_out))
-    s, scale = _scores(q, k, a, acc)
+    s, scale = _scores(imp, q, k, a, acc)
     r = rank(s)
     if rank(a.logsumexp) == r:
         # torch's decomposition of the forward (the one AOTAutograd traces) saves the
@@ -112,12 +123,32 @@ def _flash_backward(imp, node, a):
 # unfused modules: linear = x @ W^T + b, heads split/merged by reshape + transpose,
 # softmax(q k^T / sqrt(d)) v, layer norms in f32 for f16/bf16 inputs.
 
-def _no_mask(node):
-    mask = node.kwargs.get("mask")
+def _mask_check(node):
+    """ATen's masked softmax takes a [L, L] mask (type 0), a [B, L] key padding mask (type 1)
+    or one of the scores' shape [B, H, L, S] (type 2)."""
     names = [a.name for a in node.target._schema.arguments]
-    if mask is None and "mask" in names and len(node.args) > names.index("mask"):
-        mask = node.args[names.index("mask")]
-    return "a fused attention fast path with a mask (not supported yet)" if mask is not None else None
+    values = dict(zip(names, node.args), **node.kwargs)
+    mask = values.get("mask")
+    if mask is None:
+        return None
+    q = values.get("src", values.get("query")).meta["val"]
+    m = mask.meta["val"]
+    if q.dim() != 3:
+        return "a fused attention fast path with a mask on an unbatched input"
+    if values.get("mask_type") not in (0, 1, 2) or m.dim() not in (2, 4):
+        return f"a fused attention fast path with a {m.dim()}-d mask of type {values.get('mask_type')}"
+    return None
+
+
+def _score_mask(mask, mask_type, acc):
+    """The masked softmax's mask as a bool of rank 4 (True: left out); a float mask counts
+    where it is nonzero (ATen converts it to bool: -inf and 0 of an additive mask)."""
+    m = mask if T.is_bool(elem(mask)) else ops.ne(mask, constant(0, elem(mask)))
+    if rank(m) == 2:
+        sizes = shape(m)
+        line = [sizes[0], 1, 1, sizes[1]] if mask_type == 1 else [1, 1] + sizes
+        m = ops.reshape(m, result_type=T.tensor_type(line, elem(m)))
+    return m
 
 
 def _linear(x, w, b):
@@ -133,8 +164,11 @@ def _layer_norm(x, w, b, eps):
     return ops.add(ops.mul(y, cast(w, elem(x))), cast(b, elem(x)))
 
 
-def _self_attention(q_in, k_in, v_in, embed_dim: int, heads: int, qkv_w, qkv_b, proj_w, proj_b, acc):
-    """Multi-head attention of [B, L, E] inputs (a 2-D input is one batch)."""
+def _self_attention(q_in, k_in, v_in, embed_dim: int, heads: int, qkv_w, qkv_b, proj_w, proj_b, acc,
+                    mask=None, mask_type=None):
+    """Multi-head attention of [B, L, E] inputs (a 2-D input is one batch). Masked scores
+    (mask: _score_mask's) get probability 0; a row masked whole is NaN, as ATen's masked
+    softmax makes it."""
     unbatched = rank(q_in) == 2
     if unbatched:
         q_in, k_in, v_in = (ops.reshape(t, result_type=T.tensor_type([1] + shape(t), elem(t))) for t in (q_in, k_in, v_in))
@@ -152,7 +186,11 @@ def _self_attention(q_in, k_in, v_in, embed_dim: int, heads: int, qkv_w, qkv_b, 
 
     q, k, v = project(q_in, 0), project(k_in, 1), project(v_in, 2)
     s = ops.mul(ops.matmul(q, _t(k)), constant(1.0 / math.sqrt(d), acc))
-    p = ops.softmax(s, dim=3)
+    if mask is not None:
+        m = _score_mask(mask, mask_type, acc)
+        p = ops.softmax(ops.where(m, constant(-math.inf, acc), s), dim=3)
+    else:
+        p = ops.softmax(s, dim=3)
     o = ops.transpose(ops.matmul(p, v), perm=[0, 2, 1, 3])
     b, length = shape(o)[0], shape(o)[1]
     o = ops.reshape(o, result_type=T.tensor_type([b, length, e], acc))
@@ -162,7 +200,7 @@ def _self_attention(q_in, k_in, v_in, embed_dim: int, heads: int, qkv_w, qkv_b, 
     return out, p
 
 
-@register("aten._transformer_encoder_layer_fwd.default", check=_no_mask)
+@register("aten._transformer_encoder_layer_fwd.default", check=_mask_check)
 def _encoder_layer(imp, node, a):
     want = meta_type(node)
     acc = T.widened(want.element_type)
@@ -170,7 +208,7 @@ def _encoder_layer(imp, node, a):
 
     def sa(h):
         return _self_attention(h, h, h, a.embed_dim, a.num_heads, a.qkv_weight, a.qkv_bias, a.proj_weight,
-                               a.proj_bias, acc)[0]
+                               a.proj_bias, acc, a.mask, a.mask_type)[0]
 
     def ff(h):
         h = _linear(h, cast(a.ffn_weight_1, acc), a.ffn_bias_1)
@@ -186,13 +224,13 @@ def _encoder_layer(imp, node, a):
     return cast(x, want.element_type)
 
 
-@register("aten._native_multi_head_attention.default", check=_no_mask)
+@register("aten._native_multi_head_attention.default", check=_mask_check)
 def _multi_head_attention(imp, node, a):
     want = meta_type(node, 0)
     acc = T.widened(want.element_type)
     q, k, v = (cast(t, acc) for t in (a.query, a.key, a.value))
     out, p = _self_attention(q, k, v, a.embed_dim, a.num_head, a.qkv_weight, a.qkv_bias, a.proj_weight,
-                             a.proj_bias, acc)
+                             a.proj_bias, acc, a.mask, a.mask_type)
     weights_want = meta_type(node, 1)
     if not a.need_weights:
         weights = constant(0, weights_want.element_type, T.dims_of(weights_want))
@@ -222,8 +260,8 @@ class _Args(dict):
     __getattr__ = dict.get
 
 
-def _probabilities(q, k, a, acc):
-    s, scale = _scores(q, k, _Args(scale=a.scale, is_causal=a.is_causal, attn_mask=a.attn_bias), acc)
+def _probabilities(imp, q, k, a, acc):
+    s, scale = _scores(imp, q, k, _Args(scale=a.scale, is_causal=a.is_causal, attn_mask=a.attn_bias), acc)
     return ops.softmax(s, dim=rank(s) - 1), s, scale
 
 
@@ -231,7 +269,7 @@ def _probabilities(q, k, a, acc):
 def _efficient_forward(imp, node, a):
     acc = _acc(a.query)
     q, k, v = (cast(t, acc) for t in (a.query, a.key, a.value))
-    p, s, _ = _probabilities(q, k, a, acc)
+    p, s, _ = _probabilities(imp, q, k, a, acc)
     out = cast(ops.matmul(p, v), meta_type(node, 0).element_type)
     lse = _logsumexp(s)
     lse = ops.reshape(lse, result_type=T.tensor_type(shape(lse)[:-1], acc))
@@ -251,7 +289,7 @@ def _efficient_forward(imp, node, a):
 def _efficient_backward(imp, node, a):
     acc = _acc(a.query)
     q, k, v, o, do = (cast(t, acc) for t in (a.query, a.key, a.value, a.out, a.grad_out_))
-    p, s, scale = _probabilities(q, k, a, acc)
+    p, s, scale = _probabilities(imp, q, k, a, acc)
     dq, dk, dv, ds = _gradients(p, q, k, v, o, do, scale, acc)
     mask = list(a.grad_input_mask)
     grads = [dq, dk, dv]

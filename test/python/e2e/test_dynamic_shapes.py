@@ -472,3 +472,40 @@ def test_sizes_scaled_by_dyadic_floats():
         x = torch.randn(shape)
         torch.testing.assert_close(compiled(x), upsample(x), rtol=1e-4, atol=1e-4)
     _assert_no_fallback(_records_since(before))
+
+
+class _Encoder(torch.nn.Module):
+    """A causal transformer layer (pre-norm, GELU) over a symbolic batch and length: the CPU
+    flash-attention op and its backward, whose scale 1 / sqrt(E) is symbolic when the head
+    size is (an import error before), and nn.TransformerEncoderLayer's unfused path."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu", norm_first=True,
+                                                      batch_first=True)
+        self.q = torch.nn.Linear(32, 32)
+
+    def forward(self, x):
+        h = self.layer(x, is_causal=True, src_mask=torch.nn.Transformer.generate_square_subsequent_mask(x.shape[1]))
+        q = self.q(h).unflatten(-1, (4, -1)).transpose(1, 2)
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).sum(1)
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
+def test_transformer_layer_and_attention(train):
+    torch.manual_seed(1)
+    records = _module_matches_eager(_Encoder, [(torch.randn(2, 7, 32),), (torch.randn(3, 5, 32),)], train)
+    assert records and all(r["fallback_ops"] == [] for r in records)
+
+
+def test_attention_backward_of_symbolic_head_size():
+    F = torch.nn.functional
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True).square().sum()   # noqa: E731
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    for length, head in ((9, 16), (5, 8)):
+        inputs = [torch.randn(2, 3, length, head, requires_grad=True) for _ in range(3)]
+        got = torch.autograd.grad(compiled(*inputs), inputs)
+        want = torch.autograd.grad(fn(*inputs), inputs)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
