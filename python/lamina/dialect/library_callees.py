@@ -54,6 +54,18 @@ CALLEES = {
     # convolutions; convolution_backward's calls each compute one gradient (output_mask)
     "aten.convolution.default": 1,
     "aten.convolution_backward.default": 3,
+    # scans and sorts along a symbolic dim (importer/scans.py, sorting.py): static sizes compile
+    # (a Hillis-Steele prefix, a bitonic network), whose number of steps is the size's log,
+    # which a symbolic size does not fix; ATen's loops run them then
+    "aten.cumsum.default": 1,
+    "aten.cumprod.default": 1,
+    "aten.logcumsumexp.default": 1,
+    "aten.cummax.default": 2,
+    "aten.cummin.default": 2,
+    "aten.sort.default": 2,
+    "aten.sort.stable": 2,
+    "aten.topk.default": 2,
+    "aten.kthvalue.default": 2,
 }
 
 

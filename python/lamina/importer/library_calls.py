@@ -22,8 +22,13 @@ from ..dialect.library_callees import CALLEES
 from .aten_ops import meta_type, register, schema_arguments
 
 _REAL = (torch.float32, torch.float64)
-# callees whose converters decide themselves when they are library calls (importer/convolution.py)
-_OWN_CONVERTERS = ("aten.convolution.default", "aten.convolution_backward.default")
+# callees whose converters decide themselves when they are library calls (importer/convolution.py,
+# scans.py, sorting.py: along a symbolic dim)
+_OWN_CONVERTERS = ("aten.convolution.default", "aten.convolution_backward.default", "aten.cumsum.default",
+                   "aten.cumprod.default", "aten.logcumsumexp.default", "aten.cummax.default", "aten.cummin.default",
+                   "aten.sort.default", "aten.sort.stable", "aten.topk.default", "aten.kthvalue.default")
+# element types a routine along a symbolic dim takes (the buffers' views: codegen/conv_library.py)
+ANY_FLOAT = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _INDEX = (torch.int32, torch.int64)
 
 
@@ -143,3 +148,14 @@ if hasattr(torch.ops.higher_order, "with_effects"):
     from .aten_ops import CONVERTERS, Converter
 
     CONVERTERS[torch.ops.higher_order.with_effects] = Converter(_effect, _effect_supported, raw_args=True)
+
+
+def static_or_library(static_check, what: str):
+    """A check that passes when `static_check` does (the op compiles), or else when the node
+    can be a library call of its ATen routine (`what`: the reason otherwise)."""
+    def check(node) -> str | None:
+        if static_check(node) is None:
+            return None
+        reason = supported(node, ANY_FLOAT)
+        return None if reason is None else f"{what}: {reason}"
+    return check

@@ -27,6 +27,7 @@ from ..dialect import ops
 from ..dialect import types as T
 from .indexing import take_along_dim
 from .aten_ops import _all_checks, _arg, _static_args, cast, constant, elem, meta_type, rank, register, reshape, shape, slice_, static_dims
+from .library_calls import library_call, static_or_library
 
 _I64 = "i64"
 
@@ -35,11 +36,20 @@ def _sort_dim(node, x):
     return [_arg(node, "dim", -1)] if x.dim() > 0 else []
 
 
+_static_sort_dim = static_dims(_sort_dim, "sorting along a symbolic dim")
+
+
 def _sortable(node) -> str | None:
+    """Sorts compile along a static dim; along a symbolic one they are library calls of
+    ATen's routine (dialect/library_callees.py)."""
     x = node.args[0].meta.get("val") if node.args else None
     if isinstance(x, torch.Tensor) and x.dtype in (torch.complex64, torch.complex128):
         return f"sorting {x.dtype} values (not supported yet)"
-    return static_dims(_sort_dim, "sorting along a symbolic dim (not supported yet)")(node)
+    return static_or_library(_static_sort_dim, "sorting along a symbolic dim")(node)
+
+
+def _symbolic_sort(imp, node):
+    return library_call(imp, node) if _static_sort_dim(node) is not None else None
 
 
 def _along(v, d: int, r: int):
@@ -75,6 +85,8 @@ def _drop_dim(v, d: int, keepdim: bool, r: int):
 
 @register("aten.sort.default", "aten.sort.stable", check=_sortable)
 def _sort(imp, node, a):
+    if (call := _symbolic_sort(imp, node)) is not None:
+        return call
     x = a.self
     if rank(x) == 0:
         return x, constant(0, _I64)
@@ -83,6 +95,8 @@ def _sort(imp, node, a):
 
 @register("aten.topk.default", check=_all_checks(_sortable, _static_args("k")))
 def _topk(imp, node, a):
+    if (call := _symbolic_sort(imp, node)) is not None:
+        return call
     x = a.self
     r = rank(x)
     values, indices = sort_along(_as_1d(x), _dim(a, x), bool(a.largest), imp)
@@ -95,6 +109,8 @@ def _topk(imp, node, a):
 
 @register("aten.kthvalue.default", check=_all_checks(_sortable, _static_args("k")))
 def _kthvalue(imp, node, a):
+    if (call := _symbolic_sort(imp, node)) is not None:
+        return call
     x = a.self
     r = rank(x)
     d = _dim(a, x)

@@ -509,3 +509,37 @@ def test_attention_backward_of_symbolic_head_size():
         want = torch.autograd.grad(fn(*inputs), inputs)
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+_SCANS_AND_SORTS = {
+    "cumsum": lambda x: torch.cumsum(x, 1),
+    "cumprod": lambda x: torch.cumprod(x, 0),
+    "logcumsumexp": lambda x: torch.logcumsumexp(x, 1),
+    "cummax": lambda x: torch.cummax(x, 1),
+    "cummin": lambda x: torch.cummin(x, 0),
+    "sort": lambda x: torch.sort(x, dim=1, descending=True, stable=True),
+    "topk": lambda x: torch.topk(x, 2, 1),
+    "kthvalue": lambda x: torch.kthvalue(x, 2, 0, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+@pytest.mark.parametrize("name", list(_SCANS_AND_SORTS))
+def test_scans_and_sorts_along_symbolic_dims(name, dtype):
+    """A symbolic size fixes no number of prefix / network steps: these are library calls of
+    ATen's routines there (static sizes compile), no fallback, eager's values and indices
+    (NaN, ties)."""
+    if name == "logcumsumexp" and not dtype.is_floating_point:
+        pytest.skip("logcumsumexp takes floats")
+    fn = _SCANS_AND_SORTS[name]
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    before = len(lamina.backend.reports())
+    for shape in ((3, 7), (5, 4)):
+        x = (torch.randn(shape) * 3).to(dtype) if dtype.is_floating_point else torch.randint(-3, 3, shape, dtype=dtype)
+        if dtype.is_floating_point:
+            x[0, 1] = float("nan")
+        got, want = compiled(x), fn(x)
+        for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want))):
+            torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-5, atol=1e-6)
+    assert all(r["fallback_ops"] == [] for r in _records_since(before))
