@@ -675,11 +675,17 @@ def _arange(imp, node, start, step):
     # f64's fma is rounded twice here.)
     wide = T.is_float(et) and T.type_name(et) != "f64"
     work = T.element_type("f64") if wide else et
+
+    def term(v):   # a number, or a symbolic one (embedding_bag's offsets: arange(0, b * n, n))
+        if isinstance(v, torch.fx.Node):
+            return cast(imp.scalar_value(v), work)
+        return constant(v, work)
+
     x = ops.iota(result_type=T.with_element_type(tt, work) if wide else tt)
-    if step != 1:
-        x = ops.mul(x, constant(step, work))
-    if start != 0:
-        x = ops.add(x, constant(start, work))
+    if isinstance(step, torch.fx.Node) or step != 1:
+        x = ops.mul(x, term(step))
+    if isinstance(start, torch.fx.Node) or start != 0:
+        x = ops.add(x, term(start))
     if wide:
         x = cast(x, T.element_type("f32"))
         if T.type_name(et) != "f32":
@@ -696,10 +702,10 @@ def _arange_check(node):
     return None
 
 
-@register("aten.arange.start_step", "aten.arange.start", check=_all_checks(_arange_check, _static_args("start", "step")),
-          sizes_only=True)
+@register("aten.arange.start_step", "aten.arange.start", check=_arange_check, sizes_only=True)
 def _arange_ss(imp, node, a):
-    return _arange(imp, node, a.start, a.get("step", 1))
+    # (sizes_only: the end is the result's shape; a symbolic start or step is its node)
+    return _arange(imp, node, _arg(node, "start"), _arg(node, "step", 1))
 
 
 @register("aten.arange.default", check=_arange_check, sizes_only=True)

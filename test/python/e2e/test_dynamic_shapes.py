@@ -543,3 +543,15 @@ def test_scans_and_sorts_along_symbolic_dims(name, dtype):
         for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want))):
             torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-5, atol=1e-6)
     assert all(r["fallback_ops"] == [] for r in _records_since(before))
+
+
+def test_arange_with_symbolic_start_and_step():
+    """arange(0, b * n, n) (embedding_bag's offsets of a 2-d input) and arange(b, 40, n):
+    a symbolic start or step is the graph's symbol, not only the result's size."""
+    fn = lambda x: (torch.arange(0, x.shape[0] * x.shape[1], x.shape[1])   # noqa: E731
+                    + torch.arange(x.shape[1], 3 * x.shape[1]).sum() + torch.arange(x.shape[0], 40, x.shape[1]).sum())
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    for shape in ((3, 4), (5, 7)):
+        x = torch.randn(shape)
+        assert torch.equal(compiled(x), fn(x))
