@@ -23,7 +23,7 @@ from mlir import ir
 from ..dialect import ops
 from ..dialect import symbols as S
 from ..dialect import types as T
-from .aten_ops import cast, constant, constant_from_array, elem, meta_type, rank, register, shape, wrap_uint8
+from .aten_ops import cast, constant, constant_from_array, elem, meta_type, rank, register, shape, symbolic_slice, wrap_uint8
 
 _I64 = "i64"
 
@@ -507,10 +507,9 @@ def _masked_scatter(imp, node, a):
 # ---- embedding_bag ---------------------------------------------------------------------------
 
 def _embedding_bag_check(node) -> str | None:
-    for arg in node.args[:3]:
-        v = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
-        if isinstance(v, torch.Tensor) and any(not isinstance(s, int) for s in v.shape):
-            return "embedding_bag with symbolic sizes (not supported yet)"
+    w = node.args[0].meta.get("val")
+    if isinstance(w, torch.Tensor) and any(not isinstance(s, int) for s in w.shape):
+        return "embedding_bag of a weight of symbolic size (not supported yet)"
     idx = node.args[1].meta.get("val")
     if idx is not None and idx.dim() != 1:
         return "embedding_bag with indices of rank other than 1"
@@ -531,14 +530,15 @@ def _embedding_bag(imp, node, a):
     want = T.element_type(str(elem(w)))
     et = T.widened(want)
     vocab, dim = shape(w)
-    n = shape(idx)[0]
-    bags = shape(offsets)[0] - (1 if a.include_last_offset else 0)
+    n = shape(idx)[0]   # (n and bags may be symbolic: dynamic=True)
+    bags = S.combine("-", shape(offsets)[0], 1) if a.include_last_offset else shape(offsets)[0]
     i64 = _elem_i64()
     metas = node.meta["val"]
-    zeros_like_meta = lambda k: constant(0, i64, list(metas[k].shape))   # noqa: E731
-    if bags <= 0 or n == 0 or dim == 0:
+    meta_dims = lambda k: [S.dim_of(d) for d in metas[k].shape]   # noqa: E731
+    zeros_like_meta = lambda k: constant(0, i64, meta_dims(k))   # noqa: E731
+    if (isinstance(bags, int) and bags <= 0) or n == 0 or dim == 0:
         return constant(0, want, [max(bags, 0), dim]), zeros_like_meta(1), zeros_like_meta(2), zeros_like_meta(3)
-    starts = ops.slice(offsets, dim=0, start=0, end=bags, step=1) if bags != shape(offsets)[0] else offsets
+    starts = offsets if S.equivalent(bags, shape(offsets)[0]) else symbolic_slice(offsets, 0, "0", str(bags))
     starts = ops.reshape(cast(starts, i64), result_type=T.tensor_type([1, bags], i64))
     pos = ops.reshape(ops.iota(result_type=T.tensor_type([n], i64)), result_type=T.tensor_type([n, 1], i64))
     bag = ops.sub(ops.reduce_sum(cast(ops.le(starts, pos), i64), dims=[1], keepdim=False), constant(1, _I64))
@@ -552,6 +552,7 @@ def _embedding_bag(imp, node, a):
     mode = int(a.mode)
     flat = ops.add(ops.mul(ops.reshape(bag, result_type=T.tensor_type([n, 1], i64)), constant(dim, _I64)),
                    ops.reshape(ops.iota(result_type=T.tensor_type([dim], i64)), result_type=T.tensor_type([1, dim], i64)))
+    cells = S.combine("*", bags, dim)
     keep2 = None if keep is None else ops.reshape(keep, result_type=T.tensor_type([n, 1], T.element_type("i1")))
     ones = constant(1.0, et, [n]) if keep is None else cast(keep, et)
     count = _scatter_flat(constant(0.0, et, [bags]), bag, ones, "add")   # rows per bag (padding left out)
@@ -559,41 +560,46 @@ def _embedding_bag(imp, node, a):
     if mode == 2:   # max
         fill = constant(-math.inf, et)
         updates = rows if keep2 is None else ops.where(keep2, rows, fill)
-        out = _scatter_flat(constant(-math.inf, et, [bags * dim]), flat, updates, "max")
-        max_indices = _first_max_indices(out, rows, flat, idx, keep2, n, bags, dim)
+        out = _scatter_flat(constant(-math.inf, et, [cells]), flat, updates, "max")
+        max_indices = _first_max_indices(imp, out, rows, flat, idx, keep2, n, bags, dim)
     else:
         updates = rows if keep2 is None else ops.where(keep2, rows, constant(0.0, et))
-        out = _scatter_flat(constant(0.0, et, [bags * dim]), flat, updates, "add")
+        out = _scatter_flat(constant(0.0, et, [cells]), flat, updates, "add")
     out = ops.reshape(out, result_type=T.tensor_type([bags, dim], et))
     bag_size = zeros_like_meta(2)
-    if mode in (1, 2) and list(metas[2].shape) in ([bags], [bags + 1]):
+    size_dims = meta_dims(2)
+    if mode in (1, 2) and len(size_dims) == 1 and S.equivalent(size_dims[0], bags):
         bag_size = cast(count, i64)
-        if list(metas[2].shape) == [bags + 1]:   # (include_last_offset: ATen keeps offsets' length)
-            bag_size = ops.concat(bag_size, constant(0, i64, [1]), dim=0)
+    elif mode in (1, 2) and len(size_dims) == 1 and S.equivalent(size_dims[0], S.combine("+", bags, 1)):
+        # (include_last_offset: ATen keeps offsets' length)
+        bag_size = ops.concat(cast(count, i64), constant(0, i64, [1]), dim=0)
     count = ops.reshape(count, result_type=T.tensor_type([bags, 1], et))
     if mode == 1:
         out = ops.div(out, ops.maximum(count, constant(1.0, et)))
     out = ops.where(ops.gt(count, constant(0.0, et)), out, constant(0.0, et))
-    offset2bag = bag if list(metas[1].shape) == [n] else zeros_like_meta(1)
+    offset2bag = bag if len(meta_dims(1)) == 1 and S.equivalent(meta_dims(1)[0], n) else zeros_like_meta(1)
     return cast(out, want), offset2bag, bag_size, max_indices
 
 
-def _first_max_indices(best, rows, flat, idx, keep2, n: int, bags: int, dim: int):
+def _first_max_indices(imp, best, rows, flat, idx, keep2, n, bags, dim: int):
     """max_indices[b, d] = indices[i] of the first i of bag b whose row holds the bag's max
     in column d (ATen's loop replaces it only on a strictly greater value), 0 for an empty
     bag: the positions where the row equals the max, their minimum per (b, d) by a scatter,
     then the index there."""
     i64 = _elem_i64()
-    best_at = ops.reshape(ops.index_select(best, ops.reshape(flat, result_type=T.tensor_type([n * dim], i64)), dim=0),
+    best_at = ops.reshape(ops.index_select(best, ops.reshape(flat, result_type=T.tensor_type([S.combine("*", n, dim)], i64)),
+                                           dim=0),
                           result_type=T.tensor_type([n, dim], elem(rows)))
+    count = _size_tensor(imp, n)
     holds = ops.eq(rows, best_at)
     if keep2 is not None:
         holds = ops.logical_and(holds, keep2)
     position = ops.broadcast_to(ops.reshape(ops.iota(result_type=T.tensor_type([n], i64)),
                                             result_type=T.tensor_type([n, 1], i64)),
                                 result_type=T.tensor_type([n, dim], i64))
-    candidate = ops.where(holds, position, constant(n, _I64))
-    first = _scatter_flat(constant(n, i64, [bags * dim]), flat, candidate, "min")
-    found = ops.lt(first, constant(n, _I64))
-    picked = ops.index_select(cast(idx, i64), ops.minimum(first, constant(n - 1, _I64)), dim=0)
+    candidate = ops.where(holds, position, count)
+    first = _scatter_flat(ops.broadcast_to(count, result_type=T.tensor_type([S.combine("*", bags, dim)], i64)), flat,
+                          candidate, "min")
+    found = ops.lt(first, count)
+    picked = ops.index_select(cast(idx, i64), ops.minimum(first, ops.sub(count, constant(1, _I64))), dim=0)
     return ops.reshape(ops.where(found, picked, constant(0, _I64)), result_type=T.tensor_type([bags, dim], i64))

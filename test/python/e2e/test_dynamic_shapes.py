@@ -555,3 +555,31 @@ def test_arange_with_symbolic_start_and_step():
     for shape in ((3, 4), (5, 7)):
         x = torch.randn(shape)
         assert torch.equal(compiled(x), fn(x))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_of_symbolic_counts(mode):
+    """nn.EmbeddingBag under dynamic=True: a symbolic number of indices and of bags (2-d
+    input, offsets, include_last_offset, padding_idx), forward and the weight's gradient."""
+    nn = torch.nn
+    cases = [dict(), dict(include_last_offset=True), dict(padding_idx=3)]
+    for options in cases:
+        torch.manual_seed(0)
+        model, ref = nn.EmbeddingBag(20, 6, mode=mode, **options), nn.EmbeddingBag(20, 6, mode=mode, **options)
+        ref.load_state_dict(model.state_dict())
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+        for n, bags in ((12, 4), (17, 5)):
+            idx = torch.randint(0, 20, (n,))
+            idx[:3] = 3
+            offsets = torch.sort(torch.randint(0, n, (bags,)))[0]
+            offsets[0] = 0
+            if options.get("include_last_offset"):
+                offsets = torch.cat([offsets, torch.tensor([n])])
+            for args in ((idx, offsets), (idx[: bags * 3].view(bags, 3),)):
+                got, want = compiled(*args), ref(*args)
+                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+                got.square().sum().backward()
+                want.square().sum().backward()
+                torch.testing.assert_close(model.weight.grad, ref.weight.grad, rtol=1e-5, atol=1e-5)
+                model.weight.grad = ref.weight.grad = None
