@@ -141,7 +141,8 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
     backend = aot_autograd(fw_compiler=_fx_compiler("forward", opts), bw_compiler=_fx_compiler("backward", opts),
                            decompositions=decompositions)
     try:
-        return backend(gm, example_inputs)
+        with _attention_lamina_converts(example_inputs):
+            return backend(gm, example_inputs)
     except _dynamo_restarts():
         raise
     except _data_dependent_errors() as e:
@@ -154,6 +155,22 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
         from .compile_fx import untraceable_graph
 
         return untraceable_graph(gm, opts, e, data_dependent=False)
+
+
+def _attention_lamina_converts(example_inputs):
+    """While AOTAutograd traces a CUDA graph, SDPA may pick only the memory-efficient kernel
+    or the math decomposition: their ops are what lamina converts (importer/attention.py);
+    cuDNN's and flash attention's (which an H100/H200 picks for bf16) would run eagerly.
+    lamina computes the attention itself either way: the choice only names the op traced."""
+    import contextlib
+
+    import torch
+
+    if not any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs):
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 def wait_for_background_compiles(timeout: float | None = None) -> int:

@@ -6,6 +6,7 @@ fixes where its reference differs from eager.
         the default float dtype, so its values differ (OpInfo's linspace.tensor_overload)
     addbmm, angle, mode, histc, histogram (bins as a count), nonzero_static, pdist, segment_reduce,
         replication_pad{1,2,3}d_backward,
+    affine_grid_generator: torch's reference takes linspace(-a, a) for ATen's linspace(-1, 1) * a,
         grid_sampler_3d (grid_sampling.py), _embedding_bag_backward (dense): not in torch's
         table (ATen kernels); composed of ops lamina compiles
     grid_sampler_2d (bilinear, nearest): torch's reference computes the source coordinates
@@ -340,6 +341,32 @@ def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, a
     return out
 
 
+def _affine_grid_generator(theta, size, align_corners):
+    """ATen's AffineGridGenerator: each axis linspace(-1, 1, n), times (n - 1) / n as two
+    ops (without align_corners), a base grid [N, *spatial, dims + 1] of (x, y[, z], 1)
+    times theta^T by bmm. torch's reference takes linspace(-a, a, n), other roundings: an
+    identity transform then misses the pixel centers grid_sample's gradient turns on."""
+    n, spatial = size[0], list(size[2:])
+    rank = len(spatial)
+
+    def axis(steps):
+        if steps <= 1:
+            return torch.zeros(steps, dtype=theta.dtype, device=theta.device)
+        line = torch.linspace(-1, 1, steps, dtype=theta.dtype, device=theta.device)
+        return line if align_corners else line * (steps - 1) / steps
+
+    columns = []
+    for d in range(rank):   # x varies along the last spatial dim, y the one before, ...
+        along = rank - 1 - d
+        shape = [1] * rank
+        shape[along] = spatial[along]
+        columns.append(axis(spatial[along]).view(shape).expand(spatial))
+    columns.append(torch.ones(spatial, dtype=theta.dtype, device=theta.device))
+    base = torch.stack(columns, -1).expand(n, *spatial, rank + 1)
+    grid = torch.bmm(base.reshape(n, -1, rank + 1), theta.transpose(1, 2))
+    return grid.view(n, *spatial, rank)
+
+
 def _replication_pad_backward(grad_output, self, padding):
     """The gradient of a replication pad: along each padded dim, output position o read input
     clamp(o - left, 0, n - 1); index_add puts each gradient there (negative pads crop:
@@ -364,6 +391,7 @@ _OVERRIDES = {
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,
     aten._upsample_bicubic2d_aa_backward.default: upsample_bicubic2d_aa_backward,
     aten.grid_sampler_2d.default: grid_sampler_2d,
+    aten.affine_grid_generator.default: _affine_grid_generator,
     aten.replication_pad1d_backward.default: _replication_pad_backward,
     aten.replication_pad2d_backward.default: _replication_pad_backward,
     aten.replication_pad3d_backward.default: _replication_pad_backward,

@@ -111,7 +111,7 @@ def _through_floats(e):
     from torch.utils._sympy.functions import FloorDiv
 
     names = {type(f).__name__ for f in e.atoms(sympy.Function)}
-    if not names & {"ToFloat", "TruncToInt", "FloorToInt"}:
+    if not names & {"ToFloat", "TruncToInt", "FloorToInt", "CeilToInt"}:
         return e
 
     def exact(x):
@@ -122,6 +122,8 @@ def _through_floats(e):
         return x
 
     def to_int(arg):
+        if type(arg).__name__ == "IntTrueDiv" and isinstance(arg.args[1], sympy.Integer) and arg.args[1] > 0:
+            return FloorDiv(arg.args[0], arg.args[1])   # (sizes are non-negative: trunc is floor)
         arg = sympy.together(arg.replace(lambda x: isinstance(x, sympy.Float), exact))
         num, den = sympy.fraction(arg)
         if not (num.is_polynomial() and all(isinstance(c, sympy.Integer) for c in sympy.Poly(num).coeffs())) \
@@ -129,10 +131,20 @@ def _through_floats(e):
             return None
         return num if den == 1 else FloorDiv(num, den)
 
+    def ceil_to_int(arg):
+        # CeilToInt(IntTrueDiv(p(s), q)) (a size padded to a multiple of q: attention's
+        # logsumexp) is (p(s) + q - 1) // q for a positive integer q
+        if type(arg).__name__ == "IntTrueDiv" and isinstance(arg.args[1], sympy.Integer) and arg.args[1] > 0:
+            q = arg.args[1]
+            return FloorDiv(arg.args[0] + q - 1, q)
+        return None
+
     e = e.replace(lambda x: type(x).__name__ == "ToFloat", lambda x: x.args[0])
     for name in ("TruncToInt", "FloorToInt"):
         e = e.replace(lambda x: type(x).__name__ == name,
                       lambda x: to_int(x.args[0]) if to_int(x.args[0]) is not None else x)
+    e = e.replace(lambda x: type(x).__name__ == "CeilToInt",
+                  lambda x: ceil_to_int(x.args[0]) if ceil_to_int(x.args[0]) is not None else x)
     return e
 
 

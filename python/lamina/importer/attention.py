@@ -18,6 +18,7 @@ import math
 import torch
 
 from ..dialect import ops
+from ..dialect import symbols as S
 from ..dialect import types as T
 from .aten_ops import cast, constant, elem, meta_type, rank, register, shape
 
@@ -274,13 +275,15 @@ def _efficient_forward(imp, node, a):
     lse = _logsumexp(s)
     lse = ops.reshape(lse, result_type=T.tensor_type(shape(lse)[:-1], acc))
     want = meta_type(node, 1)
-    dims = T.dims_of(want)
-    if dims != shape(lse):
-        if any(not isinstance(d, int) for d in dims + shape(lse)) or dims[:-1] != shape(lse)[:-1]:
+    dims, have = T.dims_of(want), shape(lse)
+    if len(dims) != len(have) or not all(S.equivalent(d, e) for d, e in zip(dims[:-1], have[:-1])):
+        raise NotImplementedError(f"efficient attention logsumexp of shape {dims}")
+    extra = S.combine("-", dims[-1], have[-1])   # (queries padded to a multiple of 32; may be symbolic)
+    if extra != 0:
+        lse = ops.concat(lse, constant(0.0, acc, list(dims[:-1]) + [extra]), dim=len(dims) - 1)
+        if not S.equivalent(shape(lse)[-1], dims[-1]):
             raise NotImplementedError(f"efficient attention logsumexp of shape {dims}")
-        pad = list(dims)
-        pad[-1] = dims[-1] - shape(lse)[-1]
-        lse = ops.concat(lse, constant(0.0, acc, pad), dim=len(dims) - 1) if pad[-1] > 0 else lse
+        lse = ops.reshape(lse, result_type=T.with_element_type(want, acc)) if shape(lse) != dims else lse
     rest = [constant(0, meta_type(node, i).element_type, T.dims_of(meta_type(node, i))) for i in (2, 3)]
     return (out, cast(lse, want.element_type), *rest)
 

@@ -459,6 +459,10 @@ def test_sizes_scaled_by_dyadic_floats():
     assert S.from_sympy(TruncToInt(2.0 * ToFloat(s0))) == "2*s0"
     with pytest.raises(S.SymbolError):
         S.free_symbols(str(S.from_sympy(TruncToInt(1.1 * ToFloat(s0)))))
+    # a size padded to a multiple of 32 (CUDA attention's logsumexp), an integer ceil / floor
+    from torch.utils._sympy.functions import CeilToInt, FloorToInt, IntTrueDiv
+    assert S.from_sympy(32 * CeilToInt(IntTrueDiv(s0, 32))) == "32*((31 + s0) // 32)"
+    assert S.from_sympy(FloorToInt(IntTrueDiv(s0, 4))) == "s0 // 4"
 
     def upsample(x):
         return (torch.nn.functional.interpolate(x, scale_factor=1.5, mode="bicubic"),
