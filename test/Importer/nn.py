@@ -42,12 +42,13 @@ def embedding():
 
 # CHECK-LABEL: arange
 # CHECK: "lamina.iota"() : () -> tensor<5xi64>
-# arange(2, 10, 3): iota * 3 + 2 in the result type
-# CHECK: %[[I:.*]] = "lamina.iota"() : () -> tensor<3xf32>
-# CHECK: %[[STEP:.*]] = "lamina.constant"() {value = dense<3.000000e+00> : tensor<f32>}
+# arange(2, 10, 3) in f32: iota * 3 + 2 computed in f64, rounded once to f32
+# CHECK: %[[I:.*]] = "lamina.iota"() : () -> tensor<3xf64>
+# CHECK: %[[STEP:.*]] = "lamina.constant"() {value = dense<3.000000e+00> : tensor<f64>}
 # CHECK: %[[M:.*]] = "lamina.mul"(%[[I]], %[[STEP]])
-# CHECK: %[[START:.*]] = "lamina.constant"() {value = dense<2.000000e+00> : tensor<f32>}
-# CHECK: "lamina.add"(%[[M]], %[[START]]) : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+# CHECK: %[[START:.*]] = "lamina.constant"() {value = dense<2.000000e+00> : tensor<f64>}
+# CHECK: %[[W:.*]] = "lamina.add"(%[[M]], %[[START]]) : (tensor<3xf64>, tensor<f64>) -> tensor<3xf64>
+# CHECK: "lamina.cast"(%[[W]]) : (tensor<3xf64>) -> tensor<3xf32>
 @run
 def arange():
     print_imported(lambda x: (torch.arange(5) + x, torch.arange(2, 10, 3, dtype=torch.float32)),

@@ -669,10 +669,10 @@ def constant_from_array(array, et) -> ir.Value:
 def _arange(imp, node, start, step):
     tt = meta_type(node)
     et = tt.element_type
-    # ATen computes start + step * i in double for f32 (CPU's accumulate type; f16/bf16:
-    # float, one fused multiply-add) and rounds once: in f64 here, rounded to f32 then to
-    # et. (In et, start + step * i rounds twice: an f32 arange 1 ulp off at some points.
-    # f64's fma is rounded twice here.)
+    # start + step * i computed in f64 and rounded once to f32 (then to et), as ATen's CUDA
+    # kernel (one fused multiply-add) and its CPU scalar path (in double) give it; computed
+    # in f32 it rounds twice, 1 ulp off at some points. (ATen's CPU vector path, chunks of 8
+    # from a rounded base, and f64's fma, rounded twice here, are not followed.)
     wide = T.is_float(et) and T.type_name(et) != "f64"
     work = T.element_type("f64") if wide else et
 
@@ -1091,7 +1091,12 @@ def _strided_slice_scatter(imp, x, src, dim, start, end, step):
         last = ops.sub(imp.size_value(count), constant(1, i64))
         ok = ops.logical_and(ops.ge(rel, constant(0, i64)), ops.eq(ops.remainder(ahead, constant(step, i64)), constant(0, i64)))
         ok = ops.logical_and(ok, ops.le(k, last))
-        index = ops.minimum(k, ops.maximum(last, constant(0, i64)))
+        # src may be empty at run time ((s - 5) // 2 elements): gather from src and one more
+        # element, at most that one, so that no index reads outside
+        pad = list(shape(src))
+        pad[dim] = 1
+        src = ops.concat(src, constant(0, elem(src), pad), dim=dim)
+        index = ops.minimum(k, imp.size_value(count))
         hit = ops.reshape(ok, result_type=T.tensor_type(line, i1))
     return ops.where(hit, ops.index_select(src, index, dim=dim), x)
 
