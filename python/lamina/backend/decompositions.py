@@ -73,8 +73,14 @@ def _linspace_f32(start, end, steps: int, device):
     at some points: a base grid that misses an integer moves a grid_sample into the next cell."""
     s, e = _rounded(start, torch.float32), _rounded(end, torch.float32)
     step = _rounded(_rounded(e - s, torch.float32) / (steps - 1), torch.float32)
+    return _halfway_steps(s, e, step, steps, device).to(torch.float32)
+
+
+def _halfway_steps(start: float, end: float, step: float, steps: int, device):
+    """ATen's linspace/logspace points in f64: start + step * i below halfway, end - step *
+    (steps - 1 - i) from it (so both ends are exact)."""
     i = torch.arange(steps, dtype=torch.float64, device=device)
-    return torch.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i)).to(torch.float32)
+    return torch.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
 
 
 def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=torch.strided, device=None, pin_memory=False):
@@ -90,9 +96,7 @@ def _logspace(start, end, steps, base=10.0, *, dtype=None, layout=torch.strided,
     if steps <= 1:
         return torch.full((steps,), float(base) ** float(start), dtype=torch.float64, device=device).to(want)   # (unrounded)
     step = _rounded(e - s, want) / (steps - 1)
-    i = torch.arange(steps, dtype=torch.float64, device=device)
-    exponents = torch.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i))
-    return torch.pow(float(base), exponents).to(want)
+    return torch.pow(float(base), _halfway_steps(s, e, step, steps, device)).to(want)
 
 
 def _addbmm(self, batch1, batch2, *, beta=1, alpha=1):

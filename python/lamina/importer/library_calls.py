@@ -12,6 +12,7 @@ routine (svd's U, S and Vh: three calls of one deterministic routine on the same
 """
 from __future__ import annotations
 
+import functools
 import json
 
 import torch
@@ -159,3 +160,14 @@ def static_or_library(static_check, what: str):
         reason = supported(node, ANY_FLOAT)
         return None if reason is None else f"{what}: {reason}"
     return check
+
+
+def or_library_call(static_check):
+    """A converter decorator, static_or_library's other half: where `static_check` refuses
+    the node, its ATen routine as a library call instead of the converter."""
+    def wrap(convert):
+        @functools.wraps(convert)
+        def convert_or_call(imp, node, a):
+            return library_call(imp, node) if static_check(node) is not None else convert(imp, node, a)
+        return convert_or_call
+    return wrap

@@ -21,7 +21,7 @@ from mlir import ir
 from ..dialect import ops
 from ..dialect import types as T
 from .aten_ops import cast, constant, elem, meta_type, rank, register, reshape, shape, slice_, static_dims
-from .library_calls import library_call, static_or_library
+from .library_calls import or_library_call, static_or_library
 
 
 def _scan_dims(node, x):
@@ -32,10 +32,6 @@ def _scan_dims(node, x):
 _static_dim = static_dims(_scan_dims, "a scan along a symbolic dim")
 # along a symbolic dim, ATen's routine as a library call (dialect/library_callees.py)
 _scannable = static_or_library(_static_dim, "a scan along a symbolic dim")
-
-
-def _symbolic_scan(imp, node):
-    return library_call(imp, node) if _static_dim(node) is not None else None
 
 
 def _shifted(v, d: int, k: int, fill):
@@ -78,9 +74,8 @@ def _scan_one(node, a, combine, identity):
 
 
 @register("aten.cumsum.default", "aten.cumprod.default", check=_scannable)
+@or_library_call(_static_dim)
 def _cumsum_cumprod(imp, node, a):
-    if (call := _symbolic_scan(imp, node)) is not None:
-        return call
     is_sum = node.target is torch.ops.aten.cumsum.default
     op = ops.add if is_sum else ops.mul
     return _scan_one(node, a, lambda u, v, et: op(u, v),
@@ -89,9 +84,8 @@ def _cumsum_cumprod(imp, node, a):
 
 def _register_cum_extreme(name: str, largest: bool):
     @register(f"aten.{name}.default", check=_scannable)
+    @or_library_call(_static_dim)
     def _cum_extreme(imp, node, a):
-        if (call := _symbolic_scan(imp, node)) is not None:
-            return call
         x = a.self
         i64 = T.element_type("i64")
         if rank(x) == 0:
@@ -129,11 +123,10 @@ _register_cum_extreme("cummin", False)
 
 
 @register("aten.logcumsumexp.default", check=_scannable)
+@or_library_call(_static_dim)
 def _logcumsumexp(imp, node, a):
     """A scan of log(exp(a) + exp(b)) = max + log1p(exp(min - max)) (ATen's helper: equal
     infinities give themselves, so -inf stays -inf, not NaN); f16/bf16 in f32."""
-    if (call := _symbolic_scan(imp, node)) is not None:
-        return call
     def combine(u, v, et):
         lo, hi = ops.minimum(u, v), ops.maximum(u, v)
         summed = ops.add(hi, ops.log1p(ops.exp(ops.sub(lo, hi))))

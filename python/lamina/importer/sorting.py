@@ -27,7 +27,7 @@ from ..dialect import ops
 from ..dialect import types as T
 from .indexing import take_along_dim
 from .aten_ops import _all_checks, _arg, _static_args, cast, constant, elem, meta_type, rank, register, reshape, shape, slice_, static_dims
-from .library_calls import library_call, static_or_library
+from .library_calls import or_library_call, static_or_library
 
 _I64 = "i64"
 
@@ -46,10 +46,6 @@ def _sortable(node) -> str | None:
     if isinstance(x, torch.Tensor) and x.dtype in (torch.complex64, torch.complex128):
         return f"sorting {x.dtype} values (not supported yet)"
     return static_or_library(_static_sort_dim, "sorting along a symbolic dim")(node)
-
-
-def _symbolic_sort(imp, node):
-    return library_call(imp, node) if _static_sort_dim(node) is not None else None
 
 
 def _along(v, d: int, r: int):
@@ -84,9 +80,8 @@ def _drop_dim(v, d: int, keepdim: bool, r: int):
 
 
 @register("aten.sort.default", "aten.sort.stable", check=_sortable)
+@or_library_call(_static_sort_dim)
 def _sort(imp, node, a):
-    if (call := _symbolic_sort(imp, node)) is not None:
-        return call
     x = a.self
     if rank(x) == 0:
         return x, constant(0, _I64)
@@ -94,9 +89,8 @@ def _sort(imp, node, a):
 
 
 @register("aten.topk.default", check=_all_checks(_sortable, _static_args("k")))
+@or_library_call(_static_sort_dim)
 def _topk(imp, node, a):
-    if (call := _symbolic_sort(imp, node)) is not None:
-        return call
     x = a.self
     r = rank(x)
     values, indices = sort_along(_as_1d(x), _dim(a, x), bool(a.largest), imp)
@@ -108,9 +102,8 @@ def _topk(imp, node, a):
 
 
 @register("aten.kthvalue.default", check=_all_checks(_sortable, _static_args("k")))
+@or_library_call(_static_sort_dim)
 def _kthvalue(imp, node, a):
-    if (call := _symbolic_sort(imp, node)) is not None:
-        return call
     x = a.self
     r = rank(x)
     d = _dim(a, x)
