@@ -23,6 +23,7 @@ from ..dialect.types import bf16_bits
 from .antialias_resize import (upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward, upsample_bilinear2d_aa,
                                upsample_bilinear2d_aa_backward)
 from .grid_sampling import grid_sampler_2d, grid_sampler_3d
+from . import random_decompositions
 from .window_functions import window_decompositions
 
 aten = torch.ops.aten
@@ -423,7 +424,7 @@ _OVERRIDES = {
 # the importer has the special functions itself: importer/series_functions.py, special_functions.py.)
 _EXTRA = ("addmv.default", "dist.default", "permute_copy.default",
           "narrow_copy.default", "unbind_copy.int", "as_strided_copy.default",
-          "_batch_norm_with_update_functional.default")
+          "_batch_norm_with_update_functional.default", "rrelu_with_noise_backward.default")
 
 
 def lamina_decompositions() -> dict:
@@ -451,6 +452,7 @@ def _build_table() -> dict:
             table[target] = decomposition_table[target]
     table.update(_OVERRIDES)
     table.update(window_decompositions())
+    table.update(random_decompositions.random_decompositions())
     table.update(foreach_decompositions())
     return table
 

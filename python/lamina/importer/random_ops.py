@@ -5,7 +5,8 @@
     bernoulli(p) / bernoulli(x)           u < p
     native_dropout(x, p, train)           keep = u >= p ... as torch: mask = bernoulli(1 - p),
                                           out = x * mask / (1 - p) (mask returned for backward)
-    randint / randint_like                low + floor(u * (high - low))
+    randint / randint_like                low + floor(u * (high - low)), u of 48 bits (two
+                                          uniforms) for ranges over 2^24
 
 The key is the graph's seed input, `lamina_rng_seed` (backend/rng.py adds it to every graph
 with random ops and draws it from torch's generator of the device at each call, so
@@ -126,7 +127,10 @@ def _randint(imp, node, a):
     low = int(a.get("low", 0) or 0)
     high = int(a.high)
     f64 = T.element_type("f64")
-    u = cast(_uniform(imp, node, T.with_element_type(want, T.element_type("f32"))), f64)
+    f32_type = T.with_element_type(want, T.element_type("f32"))
+    u = cast(_uniform(imp, node, f32_type), f64)
+    if high - low > 1 << 24:   # a uniform has 24 bits: two make 48, every value of a wider range reachable
+        u = ops.add(u, ops.mul(cast(_uniform(imp, node, f32_type), f64), constant(2.0 ** -24, f64)))
     v = ops.floor(ops.mul(u, constant(float(high - low), f64)))
     return cast(ops.add(v, constant(float(low), f64)), want.element_type)
 

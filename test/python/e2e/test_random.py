@@ -1,5 +1,5 @@
-"""Random ops (rand, randn, dropout, bernoulli, randint, uniform, normal) compiled with no
-fallback: right distributions (statistical checks with wide margins, fixed seeds), fresh
+"""Random ops (rand, randn, dropout, bernoulli, randint, uniform, normal, exponential,
+geometric, log_normal, cauchy, rrelu, multinomial, randperm) compiled with no fallback: right distributions (statistical checks with wide margins, fixed seeds), fresh
 numbers per call, runs reproduced by torch.manual_seed, dropout's backward through its mask,
 and distinct numbers for distinct ops of one graph."""
 from __future__ import annotations
@@ -38,6 +38,13 @@ def _check_moments(t, mean, std, lo=None, hi=None):
     ("bernoulli", lambda x: torch.bernoulli(torch.full(N, 0.25)), (0.25, math.sqrt(0.25 * 0.75), 0.0, 1.01)),
     ("randint", lambda x: torch.randint(3, 10, N).double(), (6.0, math.sqrt((7 ** 2 - 1) / 12), 3.0, 9.5)),
     ("dropout", lambda x: F.dropout(x, 0.3, training=True), (1.0, math.sqrt(0.3 / 0.7), 0.0, 1.5)),
+    ("normal_", lambda x: torch.empty(*N).normal_(-1.0, 0.5), (-1.0, 0.5, None, None)),
+    ("normal_float_float", lambda x: torch.normal(2.0, 3.0, N), (2.0, 3.0, None, None)),
+    ("exponential", lambda x: torch.empty(*N).exponential_(2.0), (0.5, 0.5, 0.0, 20.0)),
+    ("exponential_bf16", lambda x: torch.empty(*N, dtype=torch.bfloat16).exponential_(), (1.0, 1.0, 0.0, 20.0)),
+    ("geometric", lambda x: torch.empty(*N).geometric_(0.25), (4.0, math.sqrt(0.75) / 0.25, 1.0, 200.0)),
+    ("log_normal_log", lambda x: torch.log(torch.empty(*N).log_normal_(0.5, 0.75)), (0.5, 0.75, None, None)),
+    ("randint_wide", lambda x: torch.randint(0, 2 ** 40, N).double() / 2 ** 40, (0.5, math.sqrt(1 / 12), 0.0, 1.0)),
 ])
 def test_distribution_reproducibility_freshness(name, fn, moments):
     x = torch.ones(*N)
@@ -93,3 +100,63 @@ def test_symbolic_size():
     for n in (1000, 1500):
         u = f(torch.ones(n, 20))
         assert u.shape == (n, 20) and 0.47 < u.mean().item() < 0.53
+
+
+def test_randint_reaches_values_beyond_24_bits():
+    out = _compiled(lambda x: torch.randint(0, 2 ** 30, (100000,)))(torch.ones(1))
+    assert (out % 64 != 0).any() and out.min() >= 0 and out.max() < 2 ** 30
+
+
+def test_cauchy_quartiles():
+    c = _compiled(lambda x: torch.empty(*N).cauchy_(1.0, 2.0))(torch.ones(1)).double().flatten()
+    q = torch.quantile(c[:100000], torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
+    torch.testing.assert_close(q, torch.tensor([-1.0, 1.0, 3.0], dtype=torch.float64), atol=0.05, rtol=0)
+
+
+def test_rrelu_training_slopes_and_gradient():
+    x = torch.cat([-torch.rand(50000) - 0.1, torch.rand(50000) + 0.1]).requires_grad_()
+    out = _compiled(lambda x: F.rrelu(x, 0.1, 0.3, training=True))(x)
+    slope = out[:50000] / x[:50000]
+    _check_moments(slope.detach(), 0.2, 0.2 / math.sqrt(12), 0.1 - 1e-6, 0.3 + 1e-6)
+    torch.testing.assert_close(out[50000:], x[50000:])
+    out.sum().backward()
+    torch.testing.assert_close(x.grad[:50000], slope.detach())
+    torch.testing.assert_close(x.grad[50000:], torch.ones(50000))
+    assert all(r["fallback_ops"] == [] for r in lamina_backend.reports()[-2:])
+    eval_out = _compiled(lambda x: F.rrelu(x, 0.1, 0.3, training=False))(x.detach())
+    torch.testing.assert_close(eval_out, F.leaky_relu(x.detach(), 0.2))
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+def test_multinomial_frequencies(replacement):
+    p = torch.tensor([[0.0, 1.0, 2.0, 0.0, 5.0, 2.0], [3.0, 0.0, 0.0, 1.0, 0.0, 0.0]])
+    f = _compiled(lambda p: torch.multinomial(p, 1 if not replacement else 20000, replacement=replacement))
+    if replacement:
+        out = f(p)
+        assert out.shape == (2, 20000) and out.dtype == torch.int64
+        freq = torch.stack([torch.bincount(r, minlength=6) for r in out]).double() / 20000
+    else:
+        freq = sum(torch.nn.functional.one_hot(f(p)[:, 0], 6).double() for _ in range(4000)) / 4000
+    want = p.double() / p.sum(-1, keepdim=True)
+    assert torch.all((freq - want).abs() < 0.025) and torch.all(freq[want == 0] == 0)
+    assert lamina_backend.last_report()["fallback_ops"] == []
+
+
+def test_multinomial_without_replacement_draws_distinct_positive_categories():
+    p = torch.rand(64, 40) * (torch.rand(64, 40) > 0.3)
+    p[:, :8] += 0.1   # at least 8 positive categories a row
+    out = _compiled(lambda p: torch.multinomial(p, 8))(p)
+    assert out.shape == (64, 8)
+    assert all(len(set(r.tolist())) == 8 for r in out)
+    assert torch.all(p.gather(1, out) > 0)
+
+
+def test_randperm_is_a_uniform_permutation():
+    f = _compiled(lambda x: torch.randperm(10, dtype=torch.int32) + 0)
+    perms = torch.stack([f(torch.ones(1)) for _ in range(3000)])
+    assert perms.dtype == torch.int32
+    assert torch.equal(perms.sort(-1).values, torch.arange(10, dtype=torch.int32).expand(3000, 10))
+    first = torch.bincount(perms[:, 0].long(), minlength=10).double() / 3000
+    assert torch.all((first - 0.1).abs() < 0.03)
+    big = _compiled(lambda x: torch.randperm(100000))(torch.ones(1))
+    assert torch.equal(big.sort().values, torch.arange(100000))
