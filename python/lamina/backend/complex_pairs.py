@@ -413,8 +413,6 @@ def to_real_pairs(gm: torch.fx.GraphModule, example_inputs):
         if n.op == "call_function" and _touches_complex(n) and n.target is not operator.getitem \
                 and RULES.get(n.target) is None:
             return None
-    if not all(_static(v) for n in nodes for v in _vals(n)) or not all(_static(x) for x in example_inputs):
-        return None
     output = next(n for n in reversed(nodes) if n.op == "output")
     results = output.args[0]
     if not isinstance(results, (tuple, list)):
@@ -423,18 +421,27 @@ def to_real_pairs(gm: torch.fx.GraphModule, example_inputs):
     in_pos = [i for i, x in enumerate(example_inputs) if _is_complex(x)]
     out_pos = [i for i, r in enumerate(results) if isinstance(r, torch.fx.Node) and _is_complex(r.meta.get("val"))]
     try:
+        from torch._dispatch.python import enable_python_dispatcher
         from torch._guards import detect_fake_mode
         from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
         from .decompositions import lamina_decompositions
 
-        # traced on fake tensors of the graph's own fake mode (dynamo's, AOTAutograd's), static
-        fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode()
-        fake = [fake_mode.from_tensor(x, static_shapes=True)
-                if isinstance(x, torch.Tensor) and not isinstance(x, FakeTensor) else x for x in example_inputs]
-        traced = make_fx(_PairInterpreter(gm, set(in_pos)).run_pairs, decomposition_table=lamina_decompositions(),
-                         tracing_mode="fake")(*[_fake_pairs(x, fake_mode) if i in in_pos else x
-                                                for i, x in enumerate(fake)])
+        # traced on the placeholders' fake values (dynamo's, AOTAutograd's fake mode), whose
+        # symbolic sizes stay symbolic (the SymInt placeholders' symbols); static fakes of the
+        # example inputs where a graph has no such values
+        metas = [p.meta.get("val") for p in placeholders]
+        fake_mode = detect_fake_mode(metas) or detect_fake_mode(example_inputs)
+        if fake_mode is not None and all(isinstance(v, (FakeTensor, torch.SymInt, int)) for v in metas):
+            fake = metas
+        else:
+            fake_mode = fake_mode or FakeTensorMode()
+            fake = [fake_mode.from_tensor(x, static_shapes=True)
+                    if isinstance(x, torch.Tensor) and not isinstance(x, FakeTensor) else x for x in example_inputs]
+        args = [_fake_pairs(x, fake_mode) if i in in_pos else x for i, x in enumerate(fake)]
+        with fake_mode, enable_python_dispatcher():   # (symbolic sizes: ops' SymInt kernels)
+            traced = make_fx(_PairInterpreter(gm, set(in_pos)).run_pairs, decomposition_table=lamina_decompositions(),
+                             tracing_mode="real")(*args)
     except Exception:  # noqa: BLE001 - a rule that does not apply: the graph stays complex
         return None
     if len(placeholders) != len([n for n in traced.graph.nodes if n.op == "placeholder"]):

@@ -7,8 +7,9 @@ expression it stands for, in torch's Python syntax (what Inductor prints):
 
 so every value knows its symbolic shape, it prints and re-parses with the IR, and two
 values of different symbols have different types. Expressions are built from symbols
-(`s0`, `s77`), integer constants, `+ - * // %`, and `max`/`min`. A `?` without an
-encoding is a size nothing is known about (`UNKNOWN`).
+(`s0`, `s77`), integer constants, `+ - * // %`, and `max`/`min` (a power with a small
+integer exponent is written as a product). A `?` without an encoding is a size nothing is
+known about (`UNKNOWN`).
 
 Graph and kernel functions receive each symbol's value as an `index` argument with the
 argument attribute `lamina.symbol = "<name>"`; `materialize` turns an expression into
@@ -151,14 +152,37 @@ def _through_floats(e):
 def from_sympy(e) -> int | str:
     """A sympy expression (torch's SymInt.node.expr) -> an int or its canonical text."""
     import sympy
-    from torch.utils._sympy.printers import PythonPrinter
 
     if isinstance(e, (int, sympy.Integer)):
         return int(e)
     e = _through_floats(e)
     if isinstance(e, sympy.Integer):
         return int(e)
-    return PythonPrinter().doprint(e)
+    return _SizePrinter().doprint(e)
+
+
+def _size_printer_class():
+    from torch.utils._sympy.printers import PythonPrinter
+
+    class SizePrinter(PythonPrinter):
+        """torch's printer with x**n (a positive integer n) as the product x*x*...: the grammar
+        has no powers (x**2 comes from a size squared, two sizes duck-sized to one symbol)."""
+        def _print_Pow(self, expr, rational=False):
+            base, exp = expr.args
+            if exp.is_Integer and 1 < int(exp) <= 16:
+                return "*".join([self.parenthesize(base, 60)] * int(exp))   # (60: a product binds tighter)
+            return super()._print_Pow(expr, rational)
+    return SizePrinter
+
+
+def _SizePrinter():
+    global _SIZE_PRINTER
+    if _SIZE_PRINTER is None:
+        _SIZE_PRINTER = _size_printer_class()
+    return _SIZE_PRINTER()
+
+
+_SIZE_PRINTER = None
 
 
 def dim_of(size) -> int | str:

@@ -145,7 +145,7 @@ def _unbacked(val) -> bool:
 
 # Nodes that compute sizes (SymInt) from sizes: they produce no IR (the sizes they stand
 # for are expressions in the tensor types), see FxImporter._convert.
-SIZE_NODES = {operator.mul, operator.add, operator.sub, operator.floordiv, operator.mod, operator.neg,
+SIZE_NODES = {operator.mul, operator.add, operator.sub, operator.floordiv, operator.mod, operator.neg, operator.pow,
               torch.sym_max, torch.sym_min, torch.sym_sum,
               math.trunc, math.floor} | {   # (of a size scaled by a dyadic float: symbols._through_floats)
     t for t in (getattr(torch.ops.aten.sym_size, "int", None), getattr(torch.ops.aten.sym_numel, "default", None),

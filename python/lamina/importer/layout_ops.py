@@ -1,9 +1,9 @@
-"""Layout ops composed of index_select, concat and slice (static sizes along the dims they
-touch; a symbolic one is reported and falls back):
+"""Layout ops composed of index_select, concat and slice:
 
     flip(x, dims)               index_select with n-1-iota along each dim
     constant_pad_nd(x, pad, v)  per dim (last first): slice for negative pads, concat with
-                                a constant block of v for positive ones
+                                a constant block of v for positive ones; a symbolic amount
+                                (of a sign known only at run time) as a gather
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..dialect import ops
 from ..dialect import symbols as S
 from ..dialect import types as T
 from .aten_ops import (_static_args, constant, constant_from_array, elem, meta_type, rank, register, shape, slice_,
-                       static_dims, symbolic_slice)
+                       symbolic_slice)
 
 
 @register("aten.flip.default")
@@ -32,16 +32,52 @@ def _flip(imp, node, a):
     return x
 
 
-@register("aten.constant_pad_nd.default")
+def _pad_amount(p) -> int | str:
+    """A pad amount as a lamina dim (a symbolic one arrives as a size node)."""
+    val = p.meta.get("val") if isinstance(p, torch.fx.Node) else p
+    return S.dim_of(val) if isinstance(val, (int, torch.SymInt)) else S.UNKNOWN
+
+
+def _constant_pad_check(node):
+    if any(_pad_amount(p) == S.UNKNOWN for p in node.args[1]):
+        return "a pad amount that is neither an int nor a size"
+    return None
+
+
+def _fill_value(value, et):
+    return value if T.is_float(et) else (bool(value) if T.is_bool(et) else int(value))
+
+
+def _symbolic_pad(imp, x, d, lo, hi, value):
+    """x padded along d by symbolic amounts of either sign (fft's s=(...) of a symbolic
+    input: target - s): out[j] = x[j - lo] where 0 <= j - lo < n, else value, as a gather
+    from x with one element of value appended (positions outside read it: nothing is read
+    out of range, an empty x included)."""
+    n = shape(x)[d]
+    out_n = S.combine("+", S.combine("+", n, lo), hi)
+    i64 = T.element_type("i64")
+    block = list(shape(x))
+    block[d] = 1
+    padded = ops.concat(x, constant(_fill_value(value, elem(x)), elem(x), block), dim=d)
+    src = ops.sub(ops.iota(result_type=T.tensor_type([out_n], i64)), imp.size_value(lo))
+    size = imp.size_value(n)
+    inside = ops.logical_and(ops.ge(src, constant(0, i64)), ops.lt(src, size))
+    return ops.index_select(padded, ops.where(inside, src, size), dim=d)
+
+
+@register("aten.constant_pad_nd.default", check=_constant_pad_check, sizes_only=True)
 def _constant_pad_nd(imp, node, a):
     x = a.self
-    pad = list(a.pad)
+    pad = [_pad_amount(p) for p in node.args[1]]
     value = a.value if a.value is not None else 0
     et = elem(x)
     for i in range(len(pad) // 2):
         d = rank(x) - 1 - i
-        lo, hi = int(pad[2 * i]), int(pad[2 * i + 1])
+        lo, hi = pad[2 * i], pad[2 * i + 1]
         n = shape(x)[d]
+        if isinstance(lo, str) or isinstance(hi, str):
+            x = _symbolic_pad(imp, x, d, lo, hi, value)
+            continue
         if lo < 0 or hi < 0:   # negative pads cut (torch checks the size stays >= 0)
             x = slice_(x, d, max(-lo, 0), n - max(-hi, 0)) if isinstance(n, int) else \
                 symbolic_slice(x, d, str(max(-lo, 0)), str(S.combine("-", n, max(-hi, 0))))
@@ -50,8 +86,7 @@ def _constant_pad_nd(imp, node, a):
             if amount > 0:
                 s = list(shape(x))
                 s[d] = amount
-                v = value if T.is_float(et) else (bool(value) if T.is_bool(et) else int(value))
-                parts.append(constant(v, et, s))
+                parts.append(constant(_fill_value(value, et), et, s))
             else:
                 parts.append(None)
         if parts[0] is not None:
@@ -68,7 +103,7 @@ def _constant_pad_nd(imp, node, a):
 #   diagonal(x, o, d1, d2)  d1, d2 moved last and merged; the diagonal is a strided slice of
 #                         that row (step n2 + 1) — static sizes along d1, d2
 #   unfold(x, d, size, step)  index_select of the windows' positions along d, split into
-#                         [count, size], the window dim moved last — static size along d
+#                         [count, size], the window dim moved last
 
 def _repeat_count(r) -> int | str:
     """A repeat count as a lamina dim (a symbolic one arrives as a sym_size node)."""
@@ -133,15 +168,22 @@ def _diagonal(imp, node, a):
     return y
 
 
-def _unfold_dims(node, x):
-    return [node.args[1]] if x.dim() > 0 else []
-
-
-@register("aten.unfold.default",
-          check=static_dims(_unfold_dims, "unfold along a symbolic dim (not supported yet)"))
-def _unfold(imp, node, a):
+def _window_positions(count, size: int, step: int):
+    """Positions along the unfolded dim, window by window ([count * size] i64): a constant
+    table for a static count, iota arithmetic for a symbolic one."""
     import numpy as np
 
+    i64 = T.element_type("i64")
+    if isinstance(count, int):
+        return constant_from_array((np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1), i64)
+    starts = ops.reshape(ops.mul(ops.iota(result_type=T.tensor_type([count], i64)), constant(step, i64)),
+                         result_type=T.tensor_type([count, 1], i64))
+    within = constant_from_array(np.arange(size).reshape(1, size), i64)
+    return ops.reshape(ops.add(starts, within), result_type=T.tensor_type([S.combine("*", count, size)], i64))
+
+
+@register("aten.unfold.default")
+def _unfold(imp, node, a):
     x = a.self
     want = meta_type(node)
     et = elem(x)
@@ -152,8 +194,7 @@ def _unfold(imp, node, a):
     count = T.dims_of(want)[d]
     if count == 0 or size == 0:
         return ops.broadcast_to(constant(0, et), result_type=want)
-    positions = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
-    y = ops.index_select(x, constant_from_array(positions, T.element_type("i64")), dim=d)
+    y = ops.index_select(x, _window_positions(count, size, step), dim=d)
     sh = list(shape(x))
     y = ops.reshape(y, result_type=T.tensor_type(sh[:d] + [count, size] + sh[d + 1:], et))
     r = rank(y)

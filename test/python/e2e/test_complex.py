@@ -96,11 +96,35 @@ def test_the_rewritten_graph_is_real():
     assert torch.ops.lamina.fft_c2c.default in targets
 
 
-def test_symbolic_shapes_fall_back_reported():
-    """Complex values with symbolic shapes are not rewritten yet: their ops run eagerly,
-    reported (strict raises), with eager's results."""
+SYMBOLIC_CASES = [
+    ("rfft_abs", lambda s: torch.fft.rfft(s).abs(), [(4, 16), (3, 23)]),
+    ("fftn_to_a_fixed_size", lambda s: torch.fft.fftn(s.to(torch.complex64), s=(5, 20)), [(4, 16), (6, 25)]),
+    ("stft_magnitude", lambda s: torch.stft(s, 8, window=torch.hann_window(8), return_complex=True).abs(),
+     [(64,), (90,)]),
+    ("rotary_embedding", lambda x: torch.view_as_real(
+        torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+        * torch.polar(torch.ones(x.shape[1], x.shape[-1] // 2),
+                      torch.outer(torch.arange(x.shape[1]).float(), torch.linspace(0, 1, x.shape[-1] // 2)))[None, :, None]
+    ).flatten(3), [(2, 6, 2, 16), (3, 9, 2, 16)]),
+]
+
+
+@pytest.mark.parametrize("fn,shapes", [pytest.param(f, s, id=i) for i, f, s in SYMBOLIC_CASES])
+def test_symbolic_shapes(fn, shapes):
+    """Complex values over symbolic sizes (dynamic=True): the graph is rewritten on the
+    graph's own symbolic fake values, so one compile serves every size."""
     torch._dynamo.reset()
-    fn = torch.compile(lambda s: torch.fft.rfft(s).abs(), backend="lamina", dynamic=True)
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    for shape in shapes:
+        x = torch.randn(shape, generator=G)
+        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-5, atol=1e-5)
+
+
+def test_symbolic_fft_size_argument_falls_back_reported():
+    """hfft's output length from a symbolic size is an argument the library call cannot
+    take yet: that op runs eagerly, reported (strict raises), with eager's results."""
+    torch._dynamo.reset()
+    fn = torch.compile(lambda s: torch.fft.hfft(s), backend="lamina", dynamic=True)
     with pytest.warns(lamina_backend.LaminaFallbackWarning):
-        torch.testing.assert_close(fn(X), torch.fft.rfft(X).abs())
-    assert "aten._fft_r2c.default" in lamina_backend.last_report()["fallback_ops"]
+        torch.testing.assert_close(fn(Z), torch.fft.hfft(Z))
+    assert "lamina.fft_c2r.default" in lamina_backend.last_report()["fallback_ops"]

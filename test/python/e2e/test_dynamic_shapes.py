@@ -587,3 +587,48 @@ def test_embedding_bag_of_symbolic_counts(mode):
                 want.square().sum().backward()
                 torch.testing.assert_close(model.weight.grad, ref.weight.grad, rtol=1e-5, atol=1e-5)
                 model.weight.grad = ref.weight.grad = None
+
+
+def test_pad_by_symbolic_amounts():
+    """F.pad by amounts computed from sizes (pad to a length, to another input's size, cut
+    by a negative amount), any dtype and fill value, and its gradient: a gather whose
+    positions outside the input read the fill value."""
+    cases = [
+        (lambda x, y: torch.nn.functional.pad(x, (1, 24 - x.shape[-1]), value=-2.5), torch.float32),
+        (lambda x, y: torch.nn.functional.pad(x, (0, 0, y.shape[0] - x.shape[0], 1)), torch.int64),
+        (lambda x, y: torch.nn.functional.pad(x, (3 - x.shape[-1] // 2, 0)), torch.float32),
+    ]
+    for fn, dtype in cases:
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+        for rows, cols in ((3, 11), (5, 17), (2, 1)):
+            x = (torch.randn(rows, cols) * 10).to(dtype)
+            y = torch.randn(rows + 4, 2)
+            assert torch.equal(compiled(x, y), fn(x, y))
+    torch._dynamo.reset()
+    pad_to = lambda x: torch.nn.functional.pad(x, (2, 20 - x.shape[-1])).square().sum(-1)   # noqa: E731
+    compiled = torch.compile(pad_to, backend="lamina", dynamic=True, options={"strict": True})
+    for cols in (7, 12):
+        xc, xe = torch.randn(3, cols, requires_grad=True), None
+        xe = xc.detach().clone().requires_grad_()
+        torch.testing.assert_close(compiled(xc), pad_to(xe))
+        compiled(xc).sum().backward()
+        pad_to(xe).sum().backward()
+        torch.testing.assert_close(xc.grad, xe.grad)
+
+
+def test_unfold_along_a_symbolic_dim():
+    """Tensor.unfold over a symbolic length (framing a signal, sliding windows): windows
+    gathered by iota arithmetic; forward and backward."""
+    fn = lambda x: x.unfold(-1, 4, 3) * torch.arange(4.0)   # noqa: E731
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    for shape in ((2, 13), (3, 20), (2, 4)):
+        xc = torch.randn(shape, requires_grad=True)
+        xe = xc.detach().clone().requires_grad_()
+        got, want = compiled(xc), fn(xe)
+        torch.testing.assert_close(got, want)
+        got.square().sum().backward()
+        want.square().sum().backward()
+        torch.testing.assert_close(xc.grad, xe.grad)
+    _assert_no_fallback(_records_since(len(lamina.backend.reports()) - 2))
