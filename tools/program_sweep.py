@@ -7,6 +7,8 @@ mode: OK/BAD, the largest difference, the ops that fell back (LAMINA_REPORT).
 
     python tools/program_sweep.py [names,...] [s-eval,s-train,d-eval,d-train] [float32|bfloat16]
 
+SWEEP_DEVICE=cuda runs them on a GPU (the cuda target).
+
 bf16 rows use loose tolerances: a BAD bf16 row needs a float64 reference to judge."""
 import json, os, sys, tempfile, warnings
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -137,10 +139,13 @@ class _Grid(nn.Module):
         g = F.affine_grid(s.t.expand(x.shape[0], 2, 3), x.shape, align_corners=False); return F.grid_sample(x, g, align_corners=False)
 
 def run(name, mk, inp, dynamic, train, dtype):
+    device = os.environ.get("SWEEP_DEVICE", "cpu")   # (cuda: the same programs on the cuda target)
+    torch.set_default_device(device)   # (tensors the programs make in forward)
     torch.manual_seed(1); m = mk().to(dtype if dtype != torch.float32 else torch.float32)
     m.train(train)
     xs = inp()
     xs = tuple(x.to(dtype) if x.is_floating_point() else x for x in xs)
+    m, xs = m.to(device), tuple(x.to(device) for x in xs)
     rep = tempfile.mktemp(suffix=".jsonl"); os.environ["LAMINA_REPORT"] = rep
     torch._dynamo.reset()
     import copy
