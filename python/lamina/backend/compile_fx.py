@@ -313,8 +313,18 @@ def _spec_text(values) -> str:
     return "[" + ", ".join("*" if v is None else str(v) for v in values) + "]"
 
 
-def _input_devices(example_inputs) -> set[str]:
-    return {x.device.type for x in example_inputs or () if isinstance(x, torch.Tensor)}
+def _graph_devices(gm: torch.fx.GraphModule, example_inputs) -> set[str]:
+    """The devices the inputs live on (a 0-d CPU tensor, dynamo's Python scalar, aside); for
+    a graph with no other tensor input (factories: torch.randn(n, device="cuda")), those of
+    the values it computes."""
+    found = {x.device.type for x in example_inputs or ()
+             if isinstance(x, torch.Tensor) and not (x.device.type == "cpu" and x.dim() == 0)}
+    if not found:
+        for n in gm.graph.nodes:
+            vals = n.meta.get("val")
+            found |= {v.device.type for v in (vals if isinstance(vals, (list, tuple)) else [vals])
+                      if isinstance(v, torch.Tensor)}
+    return found
 
 
 def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str = "forward"):
@@ -322,7 +332,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     t0 = time.perf_counter()
     name = f"graph_{next(_graph_ids)}_{kind}"
     if options.target is None:   # the target of the device the inputs live on
-        options = dataclasses.replace(options, target=target_for_devices(_input_devices(example_inputs)))
+        options = dataclasses.replace(options, target=target_for_devices(_graph_devices(gm, example_inputs)))
     # complex values as real pairs (complex_pairs.py): the graph lamina compiles is real
     pairs = to_real_pairs(gm, example_inputs)
     if pairs is not None:
@@ -330,7 +340,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     checks = input_checks(gm)   # (on the graph's own inputs, before the seed input joins them)
     assert_messages = hoist_asserts(gm)   # (extra outputs, checked after each run)
     # random ops read a seed input the returned callable draws from torch's generator (rng.py)
-    rng_device = next(iter(sorted(_input_devices(example_inputs))), "cpu")
+    # (the generator of the device the graph runs on: the CPU's under Triton's interpreter)
+    devices = _graph_devices(gm, example_inputs)
+    rng_device = next((d for d in target_devices(options.target) if d in devices), target_devices(options.target)[0])
     gm, example_inputs, needs_seed = rng.add_seed_input(gm, example_inputs, rng_device)
     all_ops = _aten_nodes(gm)
     entry = {"graph": name, "target": options.target, "ops_total": len(all_ops), "ops_compiled": 0,

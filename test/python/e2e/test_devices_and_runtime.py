@@ -108,6 +108,22 @@ def test_tensor_created_on_meta_inside_the_graph_falls_back():
     assert caused_by(info.value, LaminaUnsupportedError) is not None
 
 
+def test_a_graph_without_tensor_inputs_targets_the_device_it_computes_on():
+    """torch.compile(lambda: torch.randn(n, device="cuda")): no input says where the graph
+    runs; the devices of its values do (it compiled for the CPU and fell back, device
+    mismatch, before). A 0-d CPU input (dynamo's Python scalar) does not decide it either."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from lamina.backend.compile_fx import _graph_devices
+
+    with FakeTensorMode():
+        gm = make_fx(lambda: torch.randn(3, device="cuda") * 2, tracing_mode="real")()
+    assert _graph_devices(gm, []) == {"cuda"}
+    assert _graph_devices(gm, [torch.tensor(2.0)]) == {"cuda"}
+    assert _graph_devices(gm, [torch.randn(2)]) == {"cpu"}
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_inputs_fall_back_instead_of_crashing():
     model = torch.nn.Linear(8, 4).cuda()
