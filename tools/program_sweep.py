@@ -11,7 +11,7 @@ SWEEP_DEVICE=cuda runs them on a GPU (the cuda target).
 
 bf16 rows use loose tolerances: a BAD bf16 row needs a float64 reference to judge."""
 import json, os, sys, tempfile, warnings
-import lamina  # noqa: F401 - registers the backend (where lamina is on PYTHONPATH, not installed)
+import lamina.backend  # noqa: F401 - registers the backend (where lamina is on PYTHONPATH, not installed)
 import torch, torch.nn as nn, torch.nn.functional as F
 warnings.filterwarnings("ignore")
 torch.manual_seed(0)

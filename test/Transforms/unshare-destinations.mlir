@@ -67,3 +67,38 @@ func.func @two_writes(%v: vector<4xf32>, %o0: memref<4xf32>, %o1: memref<4xf32>)
   bufferization.materialize_in_destination %b in restrict writable %o1 : (tensor<4xf32>, memref<4xf32>) -> ()
   return
 }
+
+// Two concatenations that share a prefix (cse merged cat([x, y, z]) and cat([x, y, w])
+// into inserts into one [x, y] tensor): the second insert's destination becomes a copy of
+// the prefix, made before either insert writes, into an empty of its own. Left shared, the
+// prefix got the first output's buffer, w was written into it, and both outputs held z.
+// CHECK-LABEL: func.func @shared_prefix
+// CHECK:       %[[P:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [2, 2] [1, 1]
+// CHECK-NEXT:  %[[E:.*]] = tensor.empty() : tensor<2x3xf32>
+// CHECK-NEXT:  %[[C:.*]] = linalg.copy {{.*}}ins(%[[P]] : tensor<2x3xf32>) outs(%[[E]] : tensor<2x3xf32>)
+// CHECK-DAG:   tensor.insert_slice %{{.*}} into %[[P]][0, 2] [2, 1] [1, 1]
+// CHECK-DAG:   tensor.insert_slice %{{.*}} into %[[C]][0, 2] [2, 1] [1, 1]
+// Bufferized: the prefix is built in one output, copied into the other before either insert
+// writes, and each insert writes its own output; no allocation.
+// BUF-LABEL:   func.func @shared_prefix
+// BUF-SAME:    %{{[^:]*}}: memref<2x2xf32>, %{{[^:]*}}: memref<2x1xf32>, %{{[^:]*}}: memref<2x1xf32>, %[[O0:[^:]*]]: memref<2x3xf32>, %[[O1:[^:]*]]: memref<2x3xf32>
+// BUF-NOT:     memref.alloc
+// BUF:         linalg.copy {{.*}}ins(%[[O1]] : memref<2x3xf32>) outs(%[[O0]] : memref<2x3xf32>)
+// BUF-NOT:     memref.alloc
+// BUF:         memref.subview %[[O0]][0, 2] [2, 1] [1, 1]
+// BUF:         memref.subview %[[O1]][0, 2] [2, 1] [1, 1]
+// BUF-NOT:     memref.copy %[[O0]], %[[O1]]
+// BUF:         return
+func.func @shared_prefix(%p: memref<2x2xf32>, %z: memref<2x1xf32>, %w: memref<2x1xf32>,
+                         %o0: memref<2x3xf32>, %o1: memref<2x3xf32>) {
+  %tp = bufferization.to_tensor %p restrict : memref<2x2xf32> to tensor<2x2xf32>
+  %tz = bufferization.to_tensor %z restrict : memref<2x1xf32> to tensor<2x1xf32>
+  %tw = bufferization.to_tensor %w restrict : memref<2x1xf32> to tensor<2x1xf32>
+  %e = tensor.empty() : tensor<2x3xf32>
+  %prefix = tensor.insert_slice %tp into %e[0, 0] [2, 2] [1, 1] : tensor<2x2xf32> into tensor<2x3xf32>
+  %a = tensor.insert_slice %tz into %prefix[0, 2] [2, 1] [1, 1] : tensor<2x1xf32> into tensor<2x3xf32>
+  %b = tensor.insert_slice %tw into %prefix[0, 2] [2, 1] [1, 1] : tensor<2x1xf32> into tensor<2x3xf32>
+  bufferization.materialize_in_destination %a in restrict writable %o0 : (tensor<2x3xf32>, memref<2x3xf32>) -> ()
+  bufferization.materialize_in_destination %b in restrict writable %o1 : (tensor<2x3xf32>, memref<2x3xf32>) -> ()
+  return
+}

@@ -24,6 +24,7 @@ from .antialias_resize import (upsample_bicubic2d_aa, upsample_bicubic2d_aa_back
                                upsample_bilinear2d_aa_backward)
 from .grid_sampling import grid_sampler_2d, grid_sampler_3d
 from . import random_decompositions
+from .rnn_cells import rnn_cell_decompositions
 from .window_functions import window_decompositions
 
 aten = torch.ops.aten
@@ -453,6 +454,7 @@ def _build_table() -> dict:
     table.update(_OVERRIDES)
     table.update(window_decompositions())
     table.update(random_decompositions.random_decompositions())
+    table.update(rnn_cell_decompositions())
     table.update(foreach_decompositions())
     return table
 

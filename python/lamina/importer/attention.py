@@ -276,6 +276,11 @@ def _efficient_forward(imp, node, a):
     lse = ops.reshape(lse, result_type=T.tensor_type(shape(lse)[:-1], acc))
     want = meta_type(node, 1)
     dims, have = T.dims_of(want), shape(lse)
+    rest = [constant(0, meta_type(node, i).element_type, T.dims_of(meta_type(node, i))) for i in (2, 3)]
+    if dims and dims[-1] == 0:   # compute_log_sumexp=False (inference graphs): an empty logsumexp
+        empty = constant(0.0, want.element_type, dims) if all(isinstance(d, int) for d in dims) \
+            else ops.broadcast_to(constant(0.0, want.element_type), result_type=want)
+        return (out, empty, *rest)
     if len(dims) != len(have) or not all(S.equivalent(d, e) for d, e in zip(dims[:-1], have[:-1])):
         raise NotImplementedError(f"efficient attention logsumexp of shape {dims}")
     extra = S.combine("-", dims[-1], have[-1])   # (queries padded to a multiple of 32; may be symbolic)
@@ -284,7 +289,6 @@ def _efficient_forward(imp, node, a):
         if not S.equivalent(shape(lse)[-1], dims[-1]):
             raise NotImplementedError(f"efficient attention logsumexp of shape {dims}")
         lse = ops.reshape(lse, result_type=T.with_element_type(want, acc)) if shape(lse) != dims else lse
-    rest = [constant(0, meta_type(node, i).element_type, T.dims_of(meta_type(node, i))) for i in (2, 3)]
     return (out, cast(lse, want.element_type), *rest)
 
 

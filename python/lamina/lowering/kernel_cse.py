@@ -38,14 +38,64 @@ _DESTINATIONS = ("linalg.fill", "tensor.empty")
 
 def unshare_destinations(func_op) -> int:
     """Clone every fill / empty tensor with several users once per further user (in its
-    place, so the clone dominates what the original did); returns how many clones were
-    made. Fills go first: the empties their clones share are then unshared too."""
+    place, so the clone dominates what the original did), then give every other tensor that
+    several in-place writers or outputs start from a copy per further one; returns how many
+    clones and copies were made. Fills go first: the empties their clones share are then
+    unshared too."""
     made = 0
     for name in _DESTINATIONS:
         for op in [o for o in walk_ops(func_op.operation) if o.name == name and len(o.results)]:   # (not on memrefs)
             uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
             for user, index in uses[1:]:
                 user.operands[index] = op.clone(ip=ir.InsertionPoint(op)).results[0]
+                made += 1
+    return made + _copy_shared_chains(func_op)
+
+
+def _written_in_place(user: ir.Operation, index: int) -> bool:
+    """Operand `index` of `user` is a destination it writes in place (a DPS init, an
+    insert's or transfer_write's destination, a loop's initial iter_arg), or a value it
+    stores into an output buffer (materialize_in_destination's source)."""
+    name = user.name
+    if name in ("tensor.insert_slice", "vector.transfer_write"):
+        return index == 1
+    if name == "bufferization.materialize_in_destination":
+        return index == 0
+    if name == "scf.for":
+        return index >= 3
+    if name.startswith("linalg.") and "operandSegmentSizes" in user.attributes:
+        sizes = list(ir.DenseI32ArrayAttr(user.attributes["operandSegmentSizes"]))
+        return len(sizes) == 2 and index >= sizes[0]
+    return False
+
+
+def _copy_shared_chains(func_op) -> int:
+    """A tensor that two in-place writers (or outputs) start from: `cat([x, y, z]),
+    cat([x, y, w])` after cse, both inserts writing into the one [x, y] prefix. Left shared,
+    eliminate-empty-tensors gives the prefix's empty root the first output's buffer (a
+    `to_tensor restrict`), and one-shot bufferization, blind to the memref-side store of that
+    output, wrote w in place into it and stored it as the first output (z), then copied that
+    buffer into the second output: both outputs z. A copy of the tensor, made right after it
+    (before either writer runs), into an empty of its own per further writer keeps the chains
+    apart; each empty then becomes its output's buffer."""
+    from mlir.dialects import arith, linalg, tensor
+
+    made = 0
+    for op in list(walk_ops(func_op.operation)):
+        for value in op.results:
+            if not isinstance(value.type, ir.RankedTensorType):
+                continue
+            writers = [(u.owner, u.operand_number) for u in value.uses if _written_in_place(u.owner, u.operand_number)]
+            if len(writers) < 2:
+                continue
+            rt = ir.RankedTensorType(value.type)
+            dynamic = ir.ShapedType.get_dynamic_size()
+            for user, index in writers[1:]:
+                with ir.InsertionPoint.after(op), op.location:
+                    sizes = [tensor.dim(value, arith.constant(ir.IndexType.get(), i)) if d == dynamic else d
+                             for i, d in enumerate(rt.shape)]
+                    copy = linalg.copy(value, outs=[tensor.empty(sizes, rt.element_type)])
+                user.operands[index] = copy
                 made += 1
     return made
 

@@ -179,3 +179,34 @@ def test_repeated_layers_have_one_program_source(tmp_path):
     torch.testing.assert_close(out, layers(x, w), rtol=1e-4, atol=1e-4)
     functions = _jit_functions(programs)
     assert len(functions) >= 3 and len(set(functions)) < len(functions)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("compute_lse", [False, True])
+def test_memory_efficient_attention_op(causal, compute_lse):
+    """aten._scaled_dot_product_efficient_attention, what a GPU's SDPA becomes in fp32
+    (inference graphs ask for no logsumexp: an empty one, which failed to import and sent
+    eval-mode SDPA to eager on a GPU); the op's graph traced on CPU fakes, compiled for the CPU
+    and compared with SDPA's math and the logsumexp (padded to 32 queries)."""
+    import torch.nn.functional as F
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from lamina.backend.compile_fx import compile_fx
+    from lamina.backend.options import Options
+
+    op = torch.ops.aten._scaled_dot_product_efficient_attention.default
+    with FakeTensorMode():
+        fakes = [torch.empty(2, 3, 9, 16) for _ in range(3)]
+        gm = make_fx(lambda q, k, v: tuple(op(q, k, v, None, compute_lse, is_causal=causal)[:2]),
+                     tracing_mode="real")(*fakes)
+    q, k, v = (torch.randn(2, 3, 9, 16) for _ in range(3))
+    out, lse = compile_fx(gm, [q, k, v], Options(strict=True, target="cpu"))(q, k, v)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=causal), rtol=1e-5, atol=1e-5)
+    assert lse.shape == ((2, 3, 32) if compute_lse else (2, 3, 0))
+    if compute_lse:
+        s = q @ k.transpose(-1, -2) / 4
+        if causal:
+            s = s.masked_fill(torch.ones(9, 9, dtype=torch.bool).triu(1), float("-inf"))
+        torch.testing.assert_close(lse[..., :9], torch.logsumexp(s, -1), rtol=1e-5, atol=1e-5)
+        assert torch.all(lse[..., 9:] == 0)

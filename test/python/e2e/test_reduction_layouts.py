@@ -67,6 +67,12 @@ MULTI_OUTPUT_CASES = {
     "sums_after_a_reduction": (lambda x: (lambda a: (a.sum(0), (a * 2).sum(0), a.amax(0)))(
         x.reshape(2, 3, -1).sum(-1)), (6, 16)),
     "mean_and_var": (lambda x: (x.mean(1), x.var(1), x.abs().sum(1)), (4, 9, 3)),
+    # two concatenations sharing a prefix (a GRU cell's input and hidden gate gradients):
+    # both outputs held the first one's last part
+    "cats_with_a_shared_prefix": (lambda x: (torch.cat([x * 2, x * 3, x.exp()], -1),
+                                            torch.cat([x * 2, x * 3, x.exp() * x], -1)), (3, 5)),
+    "a_tensor_and_a_cat_of_it": (lambda x: (lambda p: (p, torch.cat([p, x.sin()], -1)))(torch.cat([x, x * 2], -1)),
+                                 (4, 6)),
 }
 
 

@@ -146,3 +146,57 @@ def test_strided_slice_and_replication_pad_backward(dynamic):
         got = torch.autograd.grad(compiled(x, y), (x, y))
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def _traced(op, shapes):
+    """op's graph on CPU fakes through lamina's decomposition table (what AOTAutograd gives)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from lamina.backend.decompositions import lamina_decompositions
+
+    with FakeTensorMode():
+        fakes = [torch.empty(s) for s in shapes]
+        return make_fx(lambda *a: tuple(x for x in op(*a) if x is not None),
+                       decomposition_table=lamina_decompositions(), tracing_mode="real")(*fakes)
+
+
+def test_fused_rnn_cells_of_the_gpu():
+    """nn.LSTMCell / nn.GRUCell on a GPU run _thnn_fused_lstm_cell / _thnn_fused_gru_cell and
+    their backwards (CUDA kernels, no decomposition in torch): lamina's decompositions
+    (backend/rnn_cells.py), compiled, against autograd of the cells' math; the workspace
+    one gives is what the other's backward reads."""
+    from lamina.backend.compile_fx import compile_fx
+    from lamina.backend.options import Options
+
+    aten = torch.ops.aten
+    g = torch.Generator().manual_seed(0)
+    B, H = 3, 5
+    run = lambda gm, args: compile_fx(gm, args, Options(strict=True, target="cpu"))(*args)   # noqa: E731
+    grad_h, grad_c = torch.randn(B, H, generator=g), torch.randn(B, H, generator=g)
+
+    ins = [torch.randn(s, generator=g) for s in [(B, 4 * H), (B, 4 * H), (B, H), (4 * H,), (4 * H,)]]
+    leaves = [t.clone().requires_grad_() for t in ins]
+    i, f, c, o = (leaves[0] + leaves[1] + leaves[3] + leaves[4]).chunk(4, 1)
+    cy = torch.sigmoid(f) * leaves[2] + torch.sigmoid(i) * torch.tanh(c)
+    hy = torch.sigmoid(o) * torch.tanh(cy)
+    (hy * grad_h + cy * grad_c).sum().backward()
+    got_h, got_c, workspace = run(_traced(aten._thnn_fused_lstm_cell.default, [t.shape for t in ins]), ins)
+    torch.testing.assert_close((got_h, got_c), (hy, cy))
+    backward = _traced(lambda *a: aten._thnn_fused_lstm_cell_backward_impl.default(*a, True), [(B, H)] * 4 + [(B, 4 * H)])
+    grads = run(backward, [grad_h, grad_c, ins[2], got_c, workspace])
+    torch.testing.assert_close(grads, (leaves[0].grad, leaves[2].grad, leaves[3].grad))
+
+    ins = [torch.randn(s, generator=g) for s in [(B, 3 * H), (B, 3 * H), (B, H), (3 * H,), (3 * H,)]]
+    leaves = [t.clone().requires_grad_() for t in ins]
+    ir, ii, in_ = (leaves[0] + leaves[3]).chunk(3, 1)
+    hr, hi, hn = (leaves[1] + leaves[4]).chunk(3, 1)
+    r, z = torch.sigmoid(ir + hr), torch.sigmoid(ii + hi)
+    n = torch.tanh(in_ + r * hn)
+    hy = (1 - z) * n + z * leaves[2]
+    (hy * grad_h).sum().backward()
+    got_h, workspace = run(_traced(aten._thnn_fused_gru_cell.default, [t.shape for t in ins]), ins)
+    torch.testing.assert_close(got_h, hy)
+    backward = _traced(lambda *a: aten._thnn_fused_gru_cell_backward.default(*a, True), [(B, H), (B, 5 * H)])
+    grads = run(backward, [grad_h, workspace])
+    torch.testing.assert_close(grads, tuple(t.grad for t in leaves[:2]) + (leaves[2].grad, leaves[3].grad, leaves[4].grad))
