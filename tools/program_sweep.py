@@ -7,7 +7,8 @@ mode: OK/BAD, the largest difference, the ops that fell back (LAMINA_REPORT).
 
     python tools/program_sweep.py [names,...] [s-eval,s-train,d-eval,d-train] [float32|bfloat16]
 
-SWEEP_DEVICE=cuda runs them on a GPU (the cuda target).
+SWEEP_DEVICE=cuda runs them on a GPU (the cuda target); SWEEP_REASONS=1 prints why a graph
+fell back.
 
 bf16 rows use loose tolerances: a BAD bf16 row needs a float64 reference to judge."""
 import json, os, sys, tempfile, warnings
@@ -142,6 +143,7 @@ class _Grid(nn.Module):
 def run(name, mk, inp, dynamic, train, dtype):
     device = os.environ.get("SWEEP_DEVICE", "cpu")   # (cuda: the same programs on the cuda target)
     torch.set_default_device(device)   # (tensors the programs make in forward)
+    torch.backends.cudnn.allow_tf32 = False   # (eager's convolutions in fp32, as lamina's)
     torch.manual_seed(1); m = mk().to(dtype if dtype != torch.float32 else torch.float32)
     m.train(train)
     xs = inp()
@@ -170,6 +172,8 @@ def run(name, mk, inp, dynamic, train, dtype):
     if os.path.exists(rep):
         for l in open(rep):
             r = json.loads(l); fb |= set(map(str, r.get("fallback_ops", [])))
+            if r.get("fallback_reason") and os.environ.get("SWEEP_REASONS"):
+                print("   reason", r["graph"], r["fallback_reason"][:600], flush=True)
     return ok, worst, sorted(fb)
 
 if __name__ == "__main__":

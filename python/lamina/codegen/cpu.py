@@ -143,7 +143,7 @@ def _top_level_passes(pipeline: str) -> list[str]:
 
 def pipeline_steps(pipeline: str) -> list:
     """The steps that lower a module: upstream pipeline texts and Python steps between them:
-    `unshare_destinations` (lowering/kernel_cse.py) right before eliminate-empty-tensors;
+    `unshare_for_bufferization` (lowering/kernel_cse.py) right before eliminate-empty-tensors;
     once everything is bufferized, `contractions_to_blas` (codegen/blas.py),
     `convolutions_to_library` (codegen/conv_library.py), `copies_to_loops`,
     `expands_to_reinterpret_casts` and `strided_gathers_to_unit_stride`;
@@ -154,7 +154,7 @@ def pipeline_steps(pipeline: str) -> list:
     from .bf16_memory import bf16_memory_as_i16
     from .cached_allocations import cache_large_allocations
     from .function_boundaries import inline_c_interface_targets, internalize_c_interface_targets, kernels_out_of_line
-    from ..lowering.kernel_cse import unshare_destinations
+    from ..lowering.kernel_cse import unshare_for_bufferization
 
     llvm_steps = [bf16_memory_as_i16, cache_large_allocations, internalize_c_interface_targets, kernels_out_of_line,
                   inline_c_interface_targets]
@@ -172,7 +172,7 @@ def pipeline_steps(pipeline: str) -> list:
         name = p.split("{", 1)[0].split("(", 1)[0]
         if name == "eliminate-empty-tensors":
             flush()
-            steps.append(unshare_destinations)
+            steps.append(unshare_for_bufferization)
         segment.append(p)
         if name == COPY_REWRITE_AFTER:
             from .blas import contractions_to_blas

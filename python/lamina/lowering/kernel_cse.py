@@ -38,10 +38,8 @@ _DESTINATIONS = ("linalg.fill", "tensor.empty")
 
 def unshare_destinations(func_op) -> int:
     """Clone every fill / empty tensor with several users once per further user (in its
-    place, so the clone dominates what the original did), then give every other tensor that
-    several in-place writers or outputs start from a copy per further one; returns how many
-    clones and copies were made. Fills go first: the empties their clones share are then
-    unshared too."""
+    place, so the clone dominates what the original did); returns how many clones were
+    made. Fills go first: the empties their clones share are then unshared too."""
     made = 0
     for name in _DESTINATIONS:
         for op in [o for o in walk_ops(func_op.operation) if o.name == name and len(o.results)]:   # (not on memrefs)
@@ -49,7 +47,15 @@ def unshare_destinations(func_op) -> int:
             for user, index in uses[1:]:
                 user.operands[index] = op.clone(ip=ir.InsertionPoint(op)).results[0]
                 made += 1
-    return made + _copy_shared_chains(func_op)
+    return made
+
+
+def unshare_for_bufferization(func_op) -> int:
+    """Right before eliminate-empty-tensors: one destination per user, and a copy of every
+    other tensor that several in-place writers or outputs start from, per further one (the
+    linalg.copy is for bufferization: the Triton generator, which reads kernels before it,
+    takes no copies). Returns how many clones and copies were made."""
+    return unshare_destinations(func_op) + _copy_shared_chains(func_op)
 
 
 def _written_in_place(user: ir.Operation, index: int) -> bool:
@@ -121,7 +127,8 @@ def kernel_cse_pass(module: ir.Module, **options) -> None:
 
 @register_pass("lamina-unshare-destinations", level="L5",
                description="every linalg.fill / tensor.empty with several users is cloned once per further user, "
-                           "so no two results start from, or bufferize into, one destination; run right before "
-                           "eliminate-empty-tensors (shared, the first output's buffer was given to both)")
+                           "and any other tensor several in-place writers or outputs start from is copied per "
+                           "further one, so no two results start from, or bufferize into, one destination; run "
+                           "right before eliminate-empty-tensors (shared, the first output's buffer was given to both)")
 def unshare_destinations_pass(module: ir.Module, **options) -> None:
-    unshare_destinations(module)
+    unshare_for_bufferization(module)

@@ -34,7 +34,7 @@ from __future__ import annotations
 from mlir import ir, passmanager
 
 from ...lowering.kernel_abi import kernel_functions
-from ...lowering.kernel_cse import unshare_destinations
+from ...lowering.kernel_cse import unshare_destinations, unshare_for_bufferization
 from ...lowering.tiling import _loop_kinds, _try_vectorize_each
 from ...lowering.vector_math import expand_small_powers
 from ...transforms.common import ANY_OP, apply_transform_script, transform_script, visit_ops
@@ -458,7 +458,7 @@ def _check_host_function(func_op) -> None:
 
 def _bufferize(func_op) -> None:
     # (one-shot-bufferize works on modules; the kernel is alone in its scratch module)
-    unshare_destinations(func_op)   # (cse merged them: no output may start from another's destination)
+    unshare_for_bufferization(func_op)   # (cse merged them: no output may start from another's destination)
     _run(func_op.parent, "builtin.module(eliminate-empty-tensors, one-shot-bufferize, canonicalize, cse)")
 
 
