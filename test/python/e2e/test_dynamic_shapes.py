@@ -632,3 +632,30 @@ def test_unfold_along_a_symbolic_dim():
         want.square().sum().backward()
         torch.testing.assert_close(xc.grad, xe.grad)
     _assert_no_fallback(_records_since(len(lamina.backend.reports()) - 2))
+
+
+def test_channel_shuffle_of_a_split_block():
+    """ShuffleNet's unit under dynamic=True: a half of the channels through a branch, the
+    halves concatenated, then shuffled by view / transpose / reshape over a symbolic batch
+    and size (the cuda target's kernels read a tensor.cast of the concatenation)."""
+    nn = torch.nn
+
+    class Unit(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.branch = nn.Sequential(nn.Conv2d(4, 4, 1), nn.BatchNorm2d(4), nn.ReLU())
+
+        def forward(self, x):
+            a, b = x.chunk(2, 1)
+            y = torch.cat([a, self.branch(b)], 1)
+            n, c, h, w = y.shape
+            return y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+
+    torch.manual_seed(0)
+    model = Unit().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for shape in ((2, 8, 5, 5), (3, 8, 7, 6)):
+            x = torch.randn(shape)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)

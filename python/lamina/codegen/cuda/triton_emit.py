@@ -132,6 +132,8 @@ class _Emitter:
             return self._slice_part(op, "sizes", d)
         if name == "tensor.insert_slice":
             return self.size(op.operands[1], d)
+        if name == "tensor.cast":   # (the same tensor, its type restated: its source's size)
+            return self.size(op.operands[0], d)
         if name == "tensor.reshape":
             shape_op = _owner(op.operands[1])
             if shape_op is not None and shape_op.name == "tensor.from_elements":

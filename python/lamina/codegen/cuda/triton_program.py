@@ -724,6 +724,8 @@ class _ProgramBuilder:
             raise Unsupported("tensor.from_elements of several elements read by index")
         if name == "tensor.splat":
             return self._scalar(op.operands[0])
+        if name == "tensor.cast":   # (its type restated, a dynamic dim made static or back)
+            return self.value(op.operands[0], idx, cond)
         raise Unsupported(f"{name} in a kernel")
 
     def _dest_value(self, dest, idx, cond) -> str:
