@@ -347,3 +347,21 @@ def test_symbolic_reshape_of_intermediate_returned():
     for n in (6, 9, 12):
         x = torch.randn(n, 4, generator=torch.Generator().manual_seed(n))
         _compare(f(x, w), fn(x, w), None, f"rows={n}")
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_gradient_through_zeros(dim):
+    """cumprod's backward where the input holds zeros (torch's formula takes another path
+    there, with an `any` over booleans held as i8: the cuda target's reductions take its
+    or / and as a max / min)."""
+    x = torch.randn(5, 7, generator=torch.Generator().manual_seed(dim))
+    x[1, 2] = x[3, 2] = x[2, 5] = x[0, 0] = 0
+    g = torch.randn(5, 7, generator=torch.Generator().manual_seed(9))
+    xc, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+    torch._dynamo.reset()
+    yc = torch.compile(lambda t: torch.cumprod(t, dim), backend="lamina", options={"strict": True})(xc)
+    ye = torch.cumprod(xe, dim)
+    (yc * g).sum().backward()
+    (ye * g).sum().backward()
+    torch.testing.assert_close(yc, ye)
+    torch.testing.assert_close(xc.grad, xe.grad, rtol=1e-5, atol=1e-5)

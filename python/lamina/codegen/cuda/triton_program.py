@@ -1365,6 +1365,9 @@ class _ProgramBuilder:
         out_arg = block.arguments[len(block.arguments) - 1]
         y = next(o for o in block.operations if o.operation.name == "linalg.yield").operands[0]
         comb = _owner(y)
+        bool_comb = _bool_combine(comb, out_arg)
+        if bool_comb is not None:   # (or / and of booleans held as i8: max / min of 0 and 1)
+            return ("max" if bool_comb.name == "arith.ori" else "min"), ["value"]
         kinds = {"arith.addf": "sum", "arith.addi": "sum", "arith.mulf": "prod", "arith.muli": "prod",
                  "arith.maximumf": "max", "arith.maxnumf": "max", "arith.maxsi": "max", "arith.minimumf": "min",
                  "arith.minnumf": "min", "arith.minsi": "min", "arith.ori": "max", "arith.andi": "min"}
@@ -1381,6 +1384,15 @@ class _ProgramBuilder:
         block = op.regions[0].blocks[0]
         out_arg = block.arguments[len(block.arguments) - 1]
         comb = next((o.operation for o in block.operations if out_arg in list(o.operands)), None)
+        if comb is not None and comb.name == "arith.trunci" and len(list(comb.results[0].uses)) == 1:
+            # a boolean accumulator held as i8: trunci(acc) joins the element in an or / and
+            comb = next(iter(comb.results[0].uses)).owner
+            if comb.name in ("arith.ori", "arith.andi"):
+                other = [x for x in comb.operands if _owner(x) is None or _owner(x).name != "arith.trunci"
+                         or _owner(x).operands[0] != out_arg][0]
+                env = self._body_env(op, loop, None)
+                env["__loc__"] = loc
+                return self._widen(self._env(env, other, loop), "i8")
         if comb is None or len(comb.operands) != 2:
             raise Unsupported("a reduction body whose accumulator is not combined by a binary op")
         other = [x for x in comb.operands if x != out_arg][0]
@@ -1396,6 +1408,19 @@ class _ProgramBuilder:
         if acc != elem and not _literal(x):
             return self.p.let(f"{x}.to({_tl(acc)})")
         return x
+
+
+def _bool_combine(comb, out_arg):
+    """The or / and of `extui(or(trunci(x), trunci(acc)))`, a reduction of booleans that
+    widening holds as i8 (torch's any / all in a decomposition), else None."""
+    if comb is None or comb.name not in ("arith.extui", "arith.extsi"):
+        return None
+    inner = _owner(comb.operands[0])
+    if inner is None or inner.name not in ("arith.ori", "arith.andi"):
+        return None
+    reads_acc = any(_owner(x) is not None and _owner(x).name == "arith.trunci" and _owner(x).operands[0] == out_arg
+                    for x in inner.operands)
+    return inner if reads_acc else None
 
 
 def welford_roles_of(emitter) -> dict:
