@@ -162,8 +162,9 @@ class PlanRunner(CompiledGraph):
             n_in = len(launch.inputs)
             for arg, expr in sorted(views_of.get(launch.kernel, {}).items()):
                 names = [slot_name[s] for s in launch.inputs]
-                expr = re.sub(r"\ba(\d+)_size(\d+)\b", lambda m: f"{names[int(m.group(1))]}.shape[{m.group(2)}]", expr)
-                expr = re.sub(r"\ba(\d+)\b", lambda m: names[int(m.group(1))], expr)
+                # (one pass: the names put in may be graph inputs' a<i>, which a second pass would rename)
+                expr = re.sub(r"\ba(\d+)(?:_size(\d+))?\b",
+                              lambda m: names[int(m.group(1))] + (f".shape[{m.group(2)}]" if m.group(2) else ""), expr)
                 slot = launch.outputs[arg - n_in]
                 slot_name[slot] = f"w{slot}"
                 view = None

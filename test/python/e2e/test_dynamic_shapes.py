@@ -659,3 +659,39 @@ def test_channel_shuffle_of_a_split_block():
         for shape in ((2, 8, 5, 5), (3, 8, 7, 6)):
             x = torch.randn(shape)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_rmsnorm_swiglu_training():
+    """A LLaMA feed-forward block (RMSNorm, SwiGLU) trained under dynamic=True. On the cuda
+    target its backward returns views of inputs whose shapes are symbolic: their expressions
+    were renamed twice (an input named a<i> by the first pass became another operand in the
+    second: IndexError, or a wrong shape)."""
+    nn = torch.nn
+
+    class FeedForward(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.RMSNorm(32)
+            self.w1, self.w3 = nn.Linear(32, 48, bias=False), nn.Linear(32, 48, bias=False)
+            self.w2 = nn.Linear(48, 32, bias=False)
+
+        def forward(self, x):
+            h = self.norm(x)
+            return x + self.w2(torch.nn.functional.silu(self.w1(h)) * self.w3(h))
+
+    torch.manual_seed(0)
+    model, ref = FeedForward(), FeedForward()
+    ref.load_state_dict(model.state_dict())
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="lamina", dynamic=True, options={"strict": True})
+    for shape in ((2, 7, 32), (3, 5, 32)):
+        x = torch.randn(shape)
+        xc, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+        got, want = compiled(xc), ref(xe)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        got.square().sum().backward()
+        want.square().sum().backward()
+        torch.testing.assert_close(xc.grad, xe.grad, rtol=1e-4, atol=1e-5)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+            p.grad = q.grad = None
