@@ -398,14 +398,10 @@ def _touches_complex(node) -> bool:
                for a in node.all_input_nodes)
 
 
-def _static(v) -> bool:
-    return not isinstance(v, torch.Tensor) or all(isinstance(s, int) for s in v.shape)
-
-
 def to_real_pairs(gm: torch.fx.GraphModule, example_inputs):
     """(graph, example inputs, complex input positions, complex output positions) with no
     complex value left, or None: no complex value, an op with complex values no rule covers,
-    symbolic shapes, or a rewrite that fails (the graph then stays as it was)."""
+    or a rewrite that fails (the graph then stays as it was)."""
     nodes = list(gm.graph.nodes)
     if not any(_touches_complex(n) for n in nodes):
         return None

@@ -158,7 +158,7 @@ def from_sympy(e) -> int | str:
     e = _through_floats(e)
     if isinstance(e, sympy.Integer):
         return int(e)
-    return _SizePrinter().doprint(e)
+    return _size_printer().doprint(e)
 
 
 def _size_printer_class():
@@ -175,7 +175,7 @@ def _size_printer_class():
     return SizePrinter
 
 
-def _SizePrinter():
+def _size_printer():
     global _SIZE_PRINTER
     if _SIZE_PRINTER is None:
         _SIZE_PRINTER = _size_printer_class()
