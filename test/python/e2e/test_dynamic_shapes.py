@@ -695,3 +695,15 @@ def test_rmsnorm_swiglu_training():
         for p, q in zip(model.parameters(), ref.parameters()):
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
             p.grad = q.grad = None
+
+
+def test_concatenations_sharing_a_prefix():
+    """cat([x, y, z]) and cat([x, y, w]) over a symbolic batch: after cse both start from one
+    [x, y] tensor, which each output must get a copy of (lowering/kernel_cse.py)."""
+    fn = lambda a, b: (torch.cat([a * 2, b * 3, b.exp()], -1), torch.cat([a * 2, b * 3, b.exp() * a], -1))   # noqa: E731
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    for n in (3, 6):
+        a, b = torch.randn(n, 5), torch.randn(n, 5)
+        for got, want in zip(compiled(a, b), fn(a, b)):
+            torch.testing.assert_close(got, want)
