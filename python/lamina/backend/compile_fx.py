@@ -332,8 +332,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     """A callable equivalent to `gm` (args -> outputs), with as much of it compiled as possible."""
     t0 = time.perf_counter()
     name = f"graph_{next(_graph_ids)}_{kind}"
+    devices = _graph_devices(gm, example_inputs)
     if options.target is None:   # the target of the device the inputs live on
-        options = dataclasses.replace(options, target=target_for_devices(_graph_devices(gm, example_inputs)))
+        options = dataclasses.replace(options, target=target_for_devices(devices))
     # complex values as real pairs (complex_pairs.py): the graph lamina compiles is real
     pairs = to_real_pairs(gm, example_inputs)
     if pairs is not None:
@@ -342,7 +343,6 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
     assert_messages = hoist_asserts(gm)   # (extra outputs, checked after each run)
     # random ops read a seed input the returned callable draws from torch's generator (rng.py)
     # (the generator of the device the graph runs on: the CPU's under Triton's interpreter)
-    devices = _graph_devices(gm, example_inputs)
     rng_device = next((d for d in target_devices(options.target) if d in devices), target_devices(options.target)[0])
     gm, example_inputs, needs_seed = rng.add_seed_input(gm, example_inputs, rng_device)
     all_ops = _aten_nodes(gm)

@@ -32,16 +32,20 @@ def _flip(imp, node, a):
     return x
 
 
-def _pad_amount(p) -> int | str:
-    """A pad amount as a lamina dim (a symbolic one arrives as a size node)."""
-    val = p.meta.get("val") if isinstance(p, torch.fx.Node) else p
+def _size_arg(v) -> int | str:
+    """An element of an int-list argument (a pad amount, a repeat count) as a lamina dim (a
+    symbolic one arrives as a size node); UNKNOWN for anything else."""
+    val = v.meta.get("val") if isinstance(v, torch.fx.Node) else v
     return S.dim_of(val) if isinstance(val, (int, torch.SymInt)) else S.UNKNOWN
 
 
-def _constant_pad_check(node):
-    if any(_pad_amount(p) == S.UNKNOWN for p in node.args[1]):
-        return "a pad amount that is neither an int nor a size"
-    return None
+def _size_list_check(what: str):
+    """A converter check: every element of argument 1 is an int or a size."""
+    def check(node):
+        if any(_size_arg(v) == S.UNKNOWN for v in node.args[1]):
+            return f"{what} that is neither an int nor a size"
+        return None
+    return check
 
 
 def _fill_value(value, et):
@@ -65,10 +69,10 @@ def _symbolic_pad(imp, x, d, lo, hi, value):
     return ops.index_select(padded, ops.where(inside, src, size), dim=d)
 
 
-@register("aten.constant_pad_nd.default", check=_constant_pad_check, sizes_only=True)
+@register("aten.constant_pad_nd.default", check=_size_list_check("a pad amount"), sizes_only=True)
 def _constant_pad_nd(imp, node, a):
     x = a.self
-    pad = [_pad_amount(p) for p in node.args[1]]
+    pad = [_size_arg(p) for p in node.args[1]]
     value = a.value if a.value is not None else 0
     et = elem(x)
     for i in range(len(pad) // 2):
@@ -105,28 +109,10 @@ def _constant_pad_nd(imp, node, a):
 #   unfold(x, d, size, step)  index_select of the windows' positions along d, split into
 #                         [count, size], the window dim moved last
 
-def _repeat_count(r) -> int | str:
-    """A repeat count as a lamina dim (a symbolic one arrives as a sym_size node)."""
-    from ..dialect import symbols as S
-
-    val = r.meta.get("val") if isinstance(r, torch.fx.Node) else r
-    return S.dim_of(val) if isinstance(val, (int, torch.SymInt)) else S.UNKNOWN
-
-
-def _repeat_check(node):
-    from ..dialect import symbols as S
-
-    if any(_repeat_count(r) == S.UNKNOWN for r in node.args[1]):
-        return "repeat by a count that is neither an int nor a size"
-    return None
-
-
-@register("aten.repeat.default", check=_repeat_check)
+@register("aten.repeat.default", check=_size_list_check("repeat by a count"))
 def _repeat(imp, node, a):
-    from ..dialect import symbols as S
-
     x = a.self
-    reps = [_repeat_count(r) for r in node.args[1]]   # (InstanceNorm repeats its weight by the batch)
+    reps = [_size_arg(r) for r in node.args[1]]   # (InstanceNorm repeats its weight by the batch)
     sizes = [1] * (len(reps) - rank(x)) + list(shape(x))
     et = elem(x)
     interleaved_one, interleaved = [], []
