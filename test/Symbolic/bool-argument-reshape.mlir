@@ -15,6 +15,6 @@ func.func @bool_arg(%s0: index {lamina.symbol = "s0"}, %s1: index {lamina.symbol
 }
 
 // CHECK-LABEL: func.func @bool_arg(
-// CHECK-SAME:    %[[MASK:[a-z0-9]+]]: tensor<?xi8>, %{{.*}}: tensor<3x?x?xf32>
+// CHECK-SAME:    %[[MASK:[a-z0-9]+]]: tensor<?xi8> {lamina.dims = {{.*}}}, %{{.*}}: tensor<3x?x?xf32> {lamina.dims = {{.*}}}
 // CHECK:         tensor.expand_shape %[[MASK]] {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xi8> into tensor<?x1xi8>
 // CHECK:         linalg.generic

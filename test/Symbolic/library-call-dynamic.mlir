@@ -11,7 +11,7 @@ func.func @inv(%a: tensor<?x?xf64, ["s0", "s0"]>) -> tensor<?x?xf64, ["s0", "s0"
 }
 
 // CHECK-LABEL: func.func @inv_kernel_0(
-// CHECK-SAME:    %[[A:.*]]: tensor<?x?xf64>, %[[S0:.*]]: index {lamina.symbol = "s0"})
+// CHECK-SAME:    %[[A:.*]]: tensor<?x?xf64> {lamina.dims = ["s0", "s0"]}, %[[S0:.*]]: index {lamina.symbol = "s0"})
 // CHECK:         bufferization.to_buffer %[[A]] read_only : tensor<?x?xf64> to memref<?x?xf64, strided<[?, ?], offset: ?>>
 // CHECK:         %[[OUT:.*]] = memref.alloc(%[[S0]], %[[S0]]) : memref<?x?xf64>
 // CHECK:         call @lamina_library_linalg_inv_ex_{{[0-9a-f]+}}(%{{.*}}, %{{.*}}) {lamina.library_call = {{.*}}callee = "aten.linalg_inv_ex.default"

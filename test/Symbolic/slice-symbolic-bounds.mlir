@@ -20,7 +20,7 @@ func.func @slices(%x: tensor<?x4xf32, ["s0"]>, %mask: tensor<64x64xf32>, %t: ten
 // ROUNDTRIP: "lamina.slice"(%{{.*}}) {dim = 0 : i64, end = "s0 - 1", start = "1", step = 1 : i64}
 
 // CHECK-LABEL: func.func @slices_kernel_0(
-// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<?x4xf32>, %[[MASK:[a-z0-9]+]]: tensor<64x64xf32>, %{{.*}}: tensor<?x?xf32>, %[[S0:[a-z0-9]+]]: index {lamina.symbol = "s0"}, %[[S1:[a-z0-9]+]]: index {lamina.symbol = "s1"})
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<?x4xf32> {lamina.dims = ["s0", "4"]}, %[[MASK:[a-z0-9]+]]: tensor<64x64xf32>, %{{.*}}: tensor<?x?xf32> {lamina.dims = {{.*}}}, %[[S0:[a-z0-9]+]]: index {lamina.symbol = "s0"}, %[[S1:[a-z0-9]+]]: index {lamina.symbol = "s1"})
 // CHECK:         %[[N:.*]] = arith.subi %[[S0]], %{{.*}} : index
 // CHECK:         tensor.extract_slice %[[X]][1, 0] [%[[N]], 4] [1, 1] : tensor<?x4xf32> to tensor<?x4xf32>
 // CHECK:         %[[ROWS:.*]] = tensor.extract_slice %[[MASK]][0, 0] [%[[S1]], 64] [1, 1] : tensor<64x64xf32> to tensor<?x64xf32>

@@ -31,12 +31,12 @@ func.func @g(%n: index {lamina.symbol = "s0"}, %x: tensor<?x?x16xf32, ["s0", "s1
 // PLAN: call @g_kernel_1({{.*}}) {lamina.buffers = [{output = 0 : i64}, {arena = "64*s0*s1", bytes = "64*s0*s1", type = tensor<?x?x16xf32, ["s0", "s1"]>}]}
 
 // Lowered: the encodings are gone from the types; the reshape collapses the symbolic dims.
-// LINALG-LABEL: func.func @g_kernel_0(%arg0: tensor<?x?x16xf32>, %arg1: index {lamina.symbol = "s0"}, %arg2: index {lamina.symbol = "s1"}) -> tensor<?x16xf32>
+// LINALG-LABEL: func.func @g_kernel_0(%arg0: tensor<?x?x16xf32> {lamina.dims = ["s0", "s1", "16"]}, %arg1: index {lamina.symbol = "s0"}, %arg2: index {lamina.symbol = "s1"}) -> tensor<?x16xf32>
 // LINALG: tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<?x?x16xf32> into tensor<?x16xf32>
 
 // The entry takes the index argument as it is, reads s1 with memref.dim and computes the
 // arena offsets and the views' sizes from the symbols.
-// ABI-LABEL: func.func @g(%arg0: index {lamina.symbol = "s0"}, %arg1: memref<?x?x16xf32>, %arg2: memref<16x8xf32>, %arg3: memref<?x8xf32>, %arg4: memref<?x16xf32>, %arg5: memref<?xi8>)
+// ABI-LABEL: func.func @g(%arg0: index {lamina.symbol = "s0"}, %arg1: memref<?x?x16xf32> {lamina.dims = ["s0", "s1", "16"]}, %arg2: memref<16x8xf32>, %arg3: memref<?x8xf32>, %arg4: memref<?x16xf32>, %arg5: memref<?xi8>)
 // ABI: %[[S1:.*]] = memref.dim {lamina.symbol = "s1"} %arg1
 // ABI: %[[N:.*]] = arith.muli %[[S1]], %arg0 : index
 // ABI: memref.view %arg5[%{{.*}}][%[[N]]] : memref<?xi8> to memref<?x16xf32>

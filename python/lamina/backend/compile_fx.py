@@ -33,6 +33,7 @@ from .complex_pairs import to_real_pairs, with_complex_io
 from .runtime_asserts import checking_asserts, hoist_asserts
 from .errors import LaminaCompileError, LaminaFallbackWarning, LaminaInputError, LaminaUnsupportedError
 from .options import Options
+from .output_views import output_views, with_output_views
 
 _graph_ids = itertools.count()
 _warned: set = set()
@@ -221,6 +222,7 @@ def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
 def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     from ..pipeline import graph_function, mark_strided_inputs
 
+    views = output_views(gm)   # (before compiling: an output it cannot rebuild sends the graph to eager)
     # (compiles on the workers: this process only imports the graph and loads the result)
     ctx = dialect.make_context(None if options.compile_in_process else dialect.IMPORT_DIALECTS)
     target_options = {"autotune": options.autotune, "cudagraphs": options.cudagraphs}
@@ -246,6 +248,7 @@ def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options)
     uint8 = [i for i, spec in enumerate(imported.outputs) if getattr(spec, "dtype", None) == torch.uint8]
     if uint8:
         fn = _uint8_outputs(fn, single, uint8)
+    fn = with_output_views(fn, views, gm, single)
     if options.check_inputs:
         fn = _checking_inputs(fn, gm, name)
     return fn, result

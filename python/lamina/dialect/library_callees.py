@@ -66,6 +66,8 @@ CALLEES = {
     "aten.sort.stable": 2,
     "aten.topk.default": 2,
     "aten.kthvalue.default": 2,
+    "aten.median.dim": 2,
+    "aten.nanmedian.dim": 2,
 }
 
 

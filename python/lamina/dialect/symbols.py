@@ -24,6 +24,7 @@ import functools
 from mlir import ir
 
 SYMBOL_ATTR = "lamina.symbol"
+DIMS_ATTR = "lamina.dims"   # a function argument's dims, kept when lamina-to-linalg drops encodings
 UNKNOWN = "?"
 
 
@@ -286,9 +287,28 @@ def strip(t: ir.Type) -> ir.Type:
     return t
 
 
+def dims_attr(dims) -> ir.ArrayAttr:
+    """The `lamina.dims` attribute of an argument with these dims (each as its text)."""
+    return ir.ArrayAttr.get([ir.StringAttr.get(str(d)) for d in dims])
+
+
+def dims_from_attr(attr: ir.Attribute) -> list:
+    """The dims a `lamina.dims` attribute holds: ints, expressions, or UNKNOWN."""
+    out = []
+    for a in ir.ArrayAttr(attr):
+        text = ir.StringAttr(a).value
+        out.append(int(text) if text.lstrip("-").isdigit() else text)
+    return out
+
+
 def strip_function(func_op) -> None:
-    """Drop the encodings of every type in a function: signature, block arguments, results."""
+    """Drop the encodings of every type in a function: signature, block arguments, results.
+    Arguments of symbolic shape keep their dims as a `lamina.dims` argument attribute, so
+    later passes can tell sizes of one symbol from sizes of another."""
     ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    for i, t in enumerate(ftype.inputs):
+        if isinstance(t, ir.RankedTensorType) and t.encoding is not None:
+            _set_argument_attr(func_op, i, DIMS_ATTR, dims_attr(dims_of(t)))
     func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
         [strip(t) for t in ftype.inputs], [strip(t) for t in ftype.results]))
 
@@ -304,6 +324,27 @@ def strip_function(func_op) -> None:
                 for reg in op.regions:
                     walk(reg)
     walk(func_op.regions[0])
+
+
+def _set_argument_attr(func_op, index: int, name: str, value: ir.Attribute) -> None:
+    n = len(ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value).inputs)
+    old = list(ir.ArrayAttr(func_op.attributes["arg_attrs"])) if "arg_attrs" in func_op.attributes \
+        else [ir.DictAttr.get({})] * n
+    entries = {a.name: a.attr for a in ir.DictAttr(old[index])}
+    entries[name] = value
+    old[index] = ir.DictAttr.get(entries)
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old)
+
+
+def argument_dims(func_op, index: int) -> list | None:
+    """The `lamina.dims` of argument `index` (None when it has none)."""
+    if "arg_attrs" not in func_op.attributes:
+        return None
+    attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+    if index >= len(attrs):
+        return None
+    d = ir.DictAttr(attrs[index])
+    return dims_from_attr(d[DIMS_ATTR]) if DIMS_ATTR in d else None
 
 
 # ---- values --------------------------------------------------------------------------------------

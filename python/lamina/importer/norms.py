@@ -15,10 +15,12 @@ import math
 from ..dialect import ops
 from ..dialect import types as T
 from ..dialect import symbols as S
-from .aten_ops import cast, constant, meta_type, norm_dims, rank, register
+from .aten_ops import _static_args, cast, constant, meta_type, norm_dims, rank, register
 
 
-@register("aten.linalg_vector_norm.default")
+# (a symbolic ord, a float graph input under dynamic=True, would need its special cases 0, 1, 2
+# and +-inf chosen at run time)
+@register("aten.linalg_vector_norm.default", check=_static_args("ord"))
 def _vector_norm(imp, node, a):
     want = meta_type(node)
     et = T.widened(want.element_type)   # f16/bf16 accumulate in f32 (and p, 1/p unrounded), as eager

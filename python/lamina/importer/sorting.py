@@ -163,6 +163,7 @@ def _flat_median(skip_nan: bool):
 
 
 def _dim_median(skip_nan: bool):
+    @or_library_call(_static_sort_dim)
     def conv(imp, node, a):
         x = a.self
         if rank(x) == 0:

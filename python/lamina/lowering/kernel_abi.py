@@ -237,14 +237,15 @@ def graph_to_entry(graph_func, kernels: dict | None = None) -> None:
 
 
 def _symbol_arg_attrs(func_op, n_args: int):
-    """The `lamina.symbol` argument attributes, padded to `n_args` (None if there are none)."""
+    """The `lamina.symbol` and `lamina.dims` argument attributes, padded to `n_args` (None if
+    there are none)."""
     if "arg_attrs" not in func_op.attributes:
         return None
     kept = []
     for d in ir.ArrayAttr(func_op.attributes["arg_attrs"]):
         d = ir.DictAttr(d)
-        kept.append(ir.DictAttr.get({S.SYMBOL_ATTR: d[S.SYMBOL_ATTR]}) if S.SYMBOL_ATTR in d else ir.DictAttr.get({}))
-    if not any(S.SYMBOL_ATTR in d for d in kept):
+        kept.append(ir.DictAttr.get({k: d[k] for k in (S.SYMBOL_ATTR, S.DIMS_ATTR) if k in d}))
+    if not any(len(d) for d in kept):
         return None
     return ir.ArrayAttr.get(kept + [ir.DictAttr.get({})] * (n_args - len(kept)))
 

@@ -43,6 +43,7 @@ import re
 from mlir import ir
 from mlir.dialects import arith, bufferization, scf, tensor
 
+from ..dialect import symbols as S
 from ..dialect import types as T
 from .tile_pointwise import GRAIN, chunk_size, threads
 
@@ -78,6 +79,90 @@ def _shape(v: ir.Value) -> list[int] | None:
     return list(ir.RankedTensorType(v.type).shape)
 
 
+def _enclosing_function(op):
+    while op is not None and op.name != "func.func":
+        op = op.parent
+    return op
+
+
+def _size_key(v: ir.Value):
+    """A key that two `index` values of one size share: the symbol's expression of a
+    `lamina.symbol` argument or of a dim read off a tensor whose dims are known, a constant,
+    else the value itself."""
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        func_op = _enclosing_function(owner.owner)
+        if func_op is not None and "arg_attrs" in func_op.attributes:
+            attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+            index = ir.BlockArgument(v).arg_number
+            d = ir.DictAttr(attrs[index]) if index < len(attrs) else None
+            if d is not None and S.SYMBOL_ATTR in d:
+                return ir.StringAttr(d[S.SYMBOL_ATTR]).value
+        return v
+    if owner.name in ("tensor.dim", "memref.dim"):
+        c = owner.operands[1].owner
+        if not isinstance(c, ir.Block) and c.name == "arith.constant":
+            keys = _dim_keys(owner.operands[0])
+            at = ir.IntegerAttr(c.attributes["value"]).value
+            if keys is not None and 0 <= at < len(keys) and keys[at] is not None:
+                return keys[at]
+    if owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    return v
+
+
+def _dim_keys(v: ir.Value) -> list | None:
+    """Per dim of a tensor (or memref) value: its static size, or for a dynamic one a key
+    (_size_key) that sizes known to be equal share; None for a dim nothing is known about.
+    After lamina-to-linalg types no longer say which symbol a `?` is; two `?` dims are the
+    same size only when this says so."""
+    t = v.type
+    if not isinstance(t, (ir.RankedTensorType, ir.MemRefType)):
+        return None
+    shape = list(ir.ShapedType(t).shape)
+    static = [d if d != T.DYNAMIC else None for d in shape]
+    if T.DYNAMIC not in shape:
+        return static
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        func_op = _enclosing_function(owner.owner)
+        number = ir.BlockArgument(v).arg_number
+        dims = S.argument_dims(func_op, number) if func_op is not None else None
+        if dims is None or len(dims) != len(shape):   # an argument's own dims: equal to themselves
+            return [d if d is not None else ("arg", number, j) for j, d in enumerate(static)]
+        return [d if isinstance(d, int) else (None if d == S.UNKNOWN else d) for d in dims]
+    name = owner.name
+    if name == "bufferization.to_tensor":
+        return _dim_keys(owner.operands[0])
+    if name in ("tensor.empty", "tensor.expand_shape", "tensor.extract_slice"):
+        sizes = {"tensor.empty": lambda: list(owner.operands),
+                 "tensor.expand_shape": lambda: list(owner.operands)[1:],
+                 "tensor.extract_slice": lambda: list(getattr(owner, "opview", owner).sizes)}[name]()
+        if len(sizes) != shape.count(T.DYNAMIC):
+            return static
+        return [d if d != T.DYNAMIC else _size_key(sizes.pop(0)) for d in shape]
+    if name == "tensor.collapse_shape":
+        source = _dim_keys(owner.operands[0])
+        groups = [[ir.IntegerAttr(i).value for i in ir.ArrayAttr(g)]
+                  for g in ir.ArrayAttr(owner.attributes["reassociation"])]
+        if source is None or len(groups) != len(shape):
+            return static
+        return [d if d != T.DYNAMIC else
+                (None if any(source[i] is None for i in g) else ("*",) + tuple(source[i] for i in g))
+                for d, g in zip(shape, groups)]
+    if name in ("linalg.generic", "linalg.fill"):
+        results = list(owner.results)
+        n_in = len(owner.operands) - len(results)
+        for i, r in enumerate(results):
+            if r == v:
+                return _dim_keys(owner.operands[n_in + i])
+    return static
+
+
+def _same_sizes(a: list | None, b: list | None) -> bool:
+    return a is not None and b is not None and len(a) == len(b) and all(x is not None and x == y for x, y in zip(a, b))
+
+
 def _dynamic(shape) -> bool:
     return any(d == T.DYNAMIC for d in shape)
 
@@ -103,9 +188,10 @@ def _outside(v: ir.Value) -> bool:
     return owner.name in ("tensor.reshape", "tensor.expand_shape", "tensor.collapse_shape") and _outside(owner.operands[0])
 
 
-def _row_shape(ops, k: int) -> tuple[list[int], ir.Value | None] | None:
+def _row_shape(ops, k: int) -> tuple[list[int], list, ir.Value | None] | None:
     """The sizes of the row loops, from the first reduction (or, with none, the first
-    generic), and, when some are dynamic, a kernel input in the row form to read them from."""
+    generic), their keys (_dim_keys), and, when some are dynamic, a kernel input in the row
+    form to read them from."""
     generics = [op for op in ops if op.name == "linalg.generic"]
     reductions = [op for op in generics if "reduction" in _kinds(op)]
     for op in reductions or generics[:1]:
@@ -113,23 +199,27 @@ def _row_shape(ops, k: int) -> tuple[list[int], ir.Value | None] | None:
             shape = _shape(v)
             pos = _row_positions(m, k)
             if shape is not None and pos is not None and _is_standard_row(pos, k):
+                keys = (_dim_keys(v) or [None] * len(shape))[:k]
                 if not _dynamic(shape):
-                    return shape[:k], None
+                    return shape[:k], keys, None
+                if any(x is None for x in keys):
+                    return None   # rows of a size nothing ties to the other ops' sizes
                 # dynamic rows or row length: the same sizes, read at run time off a kernel
                 # input in row form (then rows run in chunks, row temporaries made per chunk)
                 for g in generics:
                     for u, mu in zip(list(g.operands), _maps(g)):
                         su, pu = _shape(u), _row_positions(mu, k)
                         if _outside(u) and su is not None and pu is not None and _is_standard_row(pu, k) \
-                                and su[:k] == shape[:k]:
-                            return shape[:k], u
-                return None if _dynamic(shape[:k]) else (shape[:k], None)
+                                and _same_sizes((_dim_keys(u) or [None] * len(su))[:k], keys):
+                            return shape[:k], keys, u
+                return None if _dynamic(shape[:k]) else (shape[:k], keys, None)
     return None
 
 
 class _Plan:
-    def __init__(self, k: int, rows: list[int], source: ir.Value | None = None):
+    def __init__(self, k: int, rows: list[int], source: ir.Value | None = None, row_keys: list | None = None):
         self.k, self.rows = k, rows
+        self.row_keys = row_keys if row_keys is not None else rows   # sizes as _dim_keys gives them
         self.source = source          # a kernel input giving the dynamic row sizes
         self.row_ops: list = []       # ops recomputed per row, in program order
         self.stored: list = []        # row values read outside the rows (kernel outputs)
@@ -164,9 +254,10 @@ def _is_standard_row(pos: list[int | None], k: int) -> bool:
     return len(pos) >= k and pos[:k] == list(range(k)) and all(p is None for p in pos[k:])
 
 
-def _row_aligned(op, k: int, rows: list[int], row_values: set) -> bool:
-    """A linalg.generic that runs per row: k leading parallel loops of sizes `rows`, outputs
-    in the row form, inputs sliceable per row (row values only in the row form)."""
+def _row_aligned(op, k: int, rows: list, row_values: set) -> bool:
+    """A linalg.generic that runs per row: k leading parallel loops of sizes `rows` (keys of
+    _dim_keys), outputs in the row form, inputs sliceable per row (row values only in the
+    row form)."""
     kinds = _kinds(op)
     if len(kinds) < k or any(x != "parallel" for x in kinds[:k]):
         return False
@@ -177,7 +268,8 @@ def _row_aligned(op, k: int, rows: list[int], row_values: set) -> bool:
         shape = _shape(v)
         if pos is None or shape is None:
             return False
-        if any(p is not None and shape[j] != rows[p] for j, p in enumerate(pos)):
+        keys = _dim_keys(v) or [None] * len(shape)
+        if any(p is not None and (keys[j] is None or keys[j] != rows[p]) for j, p in enumerate(pos)):
             return False
         if (i >= n_in or v in row_values) and not _is_standard_row(pos, k):
             return False
@@ -198,9 +290,9 @@ def analyze(func_op) -> _Plan | None:
     found = _row_shape(ops, k)
     if found is None:
         return None
-    rows, source = found
+    rows, row_keys, source = found
     row_values: set = set()
-    plan = _Plan(k, rows, source)
+    plan = _Plan(k, rows, source, row_keys)
     for op in ops:
         name = op.name
         if name in _OUTSIDE or name in _EXITS:
@@ -208,7 +300,7 @@ def analyze(func_op) -> _Plan | None:
         reads_rows = any(v in row_values for v in op.operands)
         if name == "tensor.empty":
             shape = _shape(op.results[0])
-            if shape is not None and len(shape) >= k and shape[:k] == rows and \
+            if shape is not None and len(shape) >= k and _same_sizes((_dim_keys(op.results[0]) or [])[:k], row_keys) and \
                     all(_outside_or_static(x) for x in op.operands):
                 plan.row_ops.append(op)
                 row_values.add(op.results[0])
@@ -224,7 +316,7 @@ def analyze(func_op) -> _Plan | None:
                     return None
                 plan.post_ops.append(op)
             continue
-        if name == "linalg.generic" and _row_aligned(op, k, rows, row_values):
+        if name == "linalg.generic" and _row_aligned(op, k, row_keys, row_values):
             plan.row_ops.append(op)
             row_values.update(op.results)
             continue

@@ -122,7 +122,7 @@ def _as_close_as_eager(got, eager, reference) -> bool:
     return err(g) <= 1.25 * err(e) + ulp
 
 
-def _run_one(name, opinfo, sample) -> OpResult:
+def _run_one(name, opinfo, sample, dynamic=False) -> OpResult:
     import lamina.backend as lb
 
     # every tensor of the sample (input, args, kwargs, inside lists too) is a graph input
@@ -148,7 +148,7 @@ def _run_one(name, opinfo, sample) -> OpResult:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            got = torch.compile(fn, backend="lamina")(*tensors)
+            got = torch.compile(fn, backend="lamina", dynamic=dynamic or None)(*tensors)
     except Exception as e:  # noqa: BLE001 - dynamo's own limits (graph breaks it cannot take)
         return OpResult(name, "skipped", f"torch.compile raises {type(e).__name__}")
     reports = lb.reports()
@@ -184,17 +184,18 @@ def _run_one(name, opinfo, sample) -> OpResult:
     return OpResult(name, "passed")
 
 
-def run_sample(opinfo, dtype=torch.float32, samples: int | None = 1) -> OpResult:
-    """opinfo's first `samples` samples (None: all) of `dtype` through lamina. The worst
-    status wins: a mismatch in any sample is a mismatch; unclaimed if any sample falls back;
-    passed when every compared sample passed."""
+def run_sample(opinfo, dtype=torch.float32, samples: int | None = 1, dynamic: bool = False) -> OpResult:
+    """opinfo's first `samples` samples (None: all) of `dtype` through lamina (compiled with
+    `dynamic=True` when `dynamic`: sizes as symbols). The worst status wins: a mismatch in
+    any sample is a mismatch; unclaimed if any sample falls back; passed when every compared
+    sample passed."""
     name = opinfo.name + (f".{opinfo.variant_test_name}" if opinfo.variant_test_name else "")
     if opinfo.name in NONDETERMINISTIC:
         return OpResult(name, "skipped", "random or uninitialized results")
     chosen = _samples(opinfo, dtype, samples)
     if not chosen:
         return OpResult(name, "skipped", f"no {dtype} sample")
-    results = [_run_one(name, opinfo, s) for s in chosen]
+    results = [_run_one(name, opinfo, s, dynamic) for s in chosen]
     for status in ("mismatch", "unclaimed", "passed"):
         hit = [r for r in results if r.status == status]
         if hit:

@@ -71,12 +71,39 @@ def _topological_kernels(groups: dict[int, list[ir.Operation]]) -> list[int]:
     return order
 
 
-def _group_symbols(ops) -> list[str]:
+def _group_symbols(ops, graph_symbols: set[str]) -> list[str]:
+    """The symbols a kernel's ops use: in their types, and in size expressions their
+    attributes hold (a slice starting at a symbolic index, `x.select(1, i)` with i a SymInt:
+    a symbol no type carries)."""
     syms: set[str] = set()
     for op in ops:
         for v in list(op.operands) + list(op.results):
             syms |= S.type_symbols(v.type)
+        attrs = op.attributes
+        for i in range(len(attrs)):
+            for text in _strings(attrs[i].attr):
+                try:
+                    syms |= S.free_symbols(text) & graph_symbols
+                except (SyntaxError, ValueError, S.SymbolError):
+                    continue   # a string that is no expression (a mode, a name)
     return sorted(syms)
+
+
+def _strings(attr) -> list[str]:
+    if isinstance(attr, ir.StringAttr):
+        return [attr.value]
+    if isinstance(attr, ir.ArrayAttr):
+        return [t for a in attr for t in _strings(a)]
+    return []
+
+
+def _known_symbols(func_op) -> set[str]:
+    """Every symbol the graph function has a value for: its index arguments, and its
+    tensor arguments' sizes."""
+    found = set(S.symbol_values(func_op))
+    for arg in func_op.regions[0].blocks[0].arguments:
+        found |= S.type_symbols(arg.type)
+    return found
 
 
 def outline_function(module: ir.Module, func_op) -> list[str]:
@@ -90,6 +117,7 @@ def outline_function(module: ir.Module, func_op) -> list[str]:
             groups.setdefault(int(ir.IntegerAttr(op.attributes[KERNEL_ATTR]).value), []).append(op)
     order = _topological_kernels(groups)
     graph_symbols = S.GraphSymbols(func_op)
+    known = _known_symbols(func_op)
     names = []
     for k in order:
         ops = groups[k]
@@ -108,7 +136,7 @@ def outline_function(module: ir.Module, func_op) -> list[str]:
                     inputs.append(v)
         outputs = [r for op in ops for r in op.results
                    if any(_as_operation(use.owner) not in in_group for use in r.uses)]
-        symbols = _group_symbols(ops)
+        symbols = _group_symbols(ops, known)
         n_tensors = len(inputs)
         inputs += [graph_symbols[name] for name in symbols]
         name = f"{graph_name}_kernel_{k}"

@@ -707,3 +707,54 @@ def test_concatenations_sharing_a_prefix():
         a, b = torch.randn(n, 5), torch.randn(n, 5)
         for got, want in zip(compiled(a, b), fn(a, b)):
             torch.testing.assert_close(got, want)
+
+
+def _compile_dynamic_and_compare(fn, *args):
+    torch._dynamo.reset()
+    before = len(lamina.backend.reports())
+    got = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})(*args)
+    want = fn(*args)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6, equal_nan=True)
+    _assert_no_fallback(_records_since(before))
+    return got
+
+
+@pytest.mark.parametrize("view", ["hsplit", "chunk_of_transpose", "narrow", "tail_slice", "split_sizes",
+                                  "view_of_intermediate"])
+def test_outputs_that_are_views_over_symbolic_offsets(view):
+    """An output that is a view of an input (or of another output) at a symbolic offset:
+    AOTAutograd rebuilds it as base.as_strided(<the compiled output's size, strides and
+    offset>), so the compiled graph returns the view itself, not a copy at offset 0 (every
+    part of hsplit came back as the first half)."""
+    fns = {
+        "hsplit": lambda x: torch.hsplit(x, 2),
+        "chunk_of_transpose": lambda x: x.t().chunk(2, 1),
+        "narrow": lambda x: x.narrow(1, 1, x.shape[1] - 2),
+        "tail_slice": lambda x: x[x.shape[0] // 3:],
+        "split_sizes": lambda x: torch.split(x, [x.shape[0] - 2, 2]),
+        "view_of_intermediate": lambda x: (lambda y: (y, y[y.shape[0] // 2:], y[:, 1:].t()))(x * 2),
+    }
+    x = torch.randn(10, 6)
+    got = _compile_dynamic_and_compare(fns[view], x)
+    if view != "view_of_intermediate":
+        assert all(g.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() for g in got)
+
+
+def test_outputs_of_different_symbolic_row_counts_in_one_kernel():
+    """Two outputs of one kernel, s0 and s2 rows of s1: row blocking ran both over s0 rows
+    (the types lose their symbols in linalg), leaving the other's rows unwritten."""
+    _compile_dynamic_and_compare(lambda x, y: (x.exp(), y.tanh()), torch.randn(7, 40), torch.randn(300, 40))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_without_self_over_symbolic_sizes(reduce):
+    """include_self=False: the mask of scattered positions ([s0, s1], zeros) shared a kernel
+    with the index arithmetic ([s1, s1]) and was filled over the index's rows only."""
+    torch.manual_seed(0)
+    x, src = torch.randn(10, 5), torch.randn(5, 5)
+    index = torch.randint(0, 10, (5, 5))
+    _compile_dynamic_and_compare(lambda x, i, s: x.scatter_reduce(0, i, s, reduce, include_self=False), x, index, src)
