@@ -425,7 +425,8 @@ _OVERRIDES = {
 # the importer has the special functions itself: importer/series_functions.py, special_functions.py.)
 _EXTRA = ("addmv.default", "dist.default", "permute_copy.default",
           "narrow_copy.default", "unbind_copy.int", "as_strided_copy.default",
-          "_batch_norm_with_update_functional.default", "rrelu_with_noise_backward.default")
+          "_batch_norm_with_update_functional.default", "rrelu_with_noise_backward.default",
+          "batch_norm_backward.default")
 
 
 def lamina_decompositions() -> dict:

@@ -436,26 +436,39 @@ def _index_reduce(imp, node, a):
     return _scatter_reduce_into(x, dim, idx, src, a.reduce, a.include_self, uint8=uint8)
 
 
-def _diagonal_scatter_check(node) -> str | None:
-    x = node.args[0].meta.get("val")
-    if any(not isinstance(s, int) for s in x.shape):
-        return "diagonal_scatter with symbolic sizes (not supported yet)"
-    return None
-
-
-@register("aten.diagonal_scatter.default", check=_diagonal_scatter_check)
+@register("aten.diagonal_scatter.default")
 def _diagonal_scatter(imp, node, a):
     """src written over the diagonal (torch.diagonal(x, offset, dim1, dim2)'s elements) of x:
-    their flat positions, a table from the static sizes, and one scatter."""
+    their flat positions and one scatter. Static sizes: a table (numpy's diagonal has torch's
+    layout); symbolic ones (a diagonal's backward under dynamic=True): iotas along src's
+    dims times x's row-major strides, the diagonal's k-th element at
+    (k + max(0, -offset), k + max(0, offset)) of (dim1, dim2)."""
     x, src = a.self, a.src
     xs = shape(x)
     r = len(xs)
     d1, d2 = a.dim1 % r, a.dim2 % r
-    positions = np.arange(math.prod(xs), dtype=np.int64).reshape(xs)
-    diag = np.diagonal(positions, offset=a.offset, axis1=d1, axis2=d2)   # numpy: the same layout as torch
-    if diag.size == 0:
+    off = int(a.offset)
+    src = cast(src, elem(x))
+    if all(isinstance(n, int) for n in xs):
+        positions = np.arange(math.prod(xs), dtype=np.int64).reshape(xs)
+        diag = np.diagonal(positions, offset=off, axis1=d1, axis2=d2)   # numpy: the same layout as torch
+        if diag.size == 0:
+            return x
+        return _scatter_flat(x, constant_from_array(np.ascontiguousarray(diag), _elem_i64()), src, "none")
+    ss = shape(src)   # [the other dims of x in order..., the diagonal's length]
+    if _empty(ss):
         return x
-    return _scatter_flat(x, constant_from_array(np.ascontiguousarray(diag), _elem_i64()), cast(src, elem(x)), "none")
+    strides = _strides(xs)
+    rest = [d for d in range(r) if d not in (d1, d2)]
+    flat = _positions_along(imp, len(ss) - 1, ss, S.combine("+", strides[d1], strides[d2]))
+    for steps, stride in ((max(0, -off), strides[d1]), (max(0, off), strides[d2])):
+        if steps:   # the diagonal's first element
+            flat = ops.add(flat, _size_tensor(imp, S.combine("*", steps, stride)))
+    for i, d in enumerate(rest):
+        if ss[i] != 1:
+            flat = ops.add(flat, _positions_along(imp, i, ss, strides[d]))
+    flat = ops.broadcast_to(flat, result_type=T.tensor_type(ss, _elem_i64()))
+    return _scatter_flat(x, flat, src, "none")
 
 
 # ---- put, masked_scatter ---------------------------------------------------------------------

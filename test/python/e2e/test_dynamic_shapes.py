@@ -758,3 +758,29 @@ def test_scatter_reduce_without_self_over_symbolic_sizes(reduce):
     x, src = torch.randn(10, 5), torch.randn(5, 5)
     index = torch.randint(0, 10, (5, 5))
     _compile_dynamic_and_compare(lambda x, i, s: x.scatter_reduce(0, i, s, reduce, include_self=False), x, index, src)
+
+
+@pytest.mark.parametrize("shape,offset,dim1,dim2", [((5, 7), 2, 0, 1), ((5, 7), -3, 1, 0), ((3, 4, 6), -1, 0, 2),
+                                                    ((2, 3, 4, 5), 0, 1, 3)])
+def test_diagonal_scatter_over_symbolic_sizes(shape, offset, dim1, dim2):
+    """diagonal_scatter (a diagonal's backward) of symbolic sizes: positions from iotas times
+    the row-major strides (it fell back)."""
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    src = torch.randn(torch.diagonal(x, offset, dim1, dim2).shape)
+    _compile_dynamic_and_compare(lambda x, s: torch.diagonal_scatter(x, s, offset, dim1, dim2), x, src)
+
+
+def test_diagonal_backward_over_symbolic_sizes():
+    def fn(x):
+        return (torch.diagonal(x, 1) ** 2).sum() + torch.diag(x[0]).sum()
+    torch._dynamo.reset()
+    before = len(lamina.backend.reports())
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    for n in (5, 8):
+        x = torch.randn(n, n + 1, requires_grad=True)
+        xe = x.detach().clone().requires_grad_()
+        compiled(x).backward()
+        fn(xe).backward()
+        torch.testing.assert_close(x.grad, xe.grad)
+    _assert_no_fallback(_records_since(before))
