@@ -27,9 +27,11 @@ def _resolve(callee: str):
 
 
 def _bind(arguments, tensors):
+    import torch
+
     def value(a):
         if isinstance(a, dict):
-            return tensors[a["operand"]]
+            return getattr(torch, a["dtype"]) if "dtype" in a else tensors[a["operand"]]
         if isinstance(a, list):
             return [value(x) for x in a]
         return a

@@ -88,13 +88,15 @@ def spec_of_symbol(name: str) -> dict:
 
 def operand_refs(arguments) -> list[int]:
     """The operand numbers the arguments (decoded JSON: schema name -> value, a tensor as
-    {"operand": i}) refer to, in order."""
+    {"operand": i}, a dtype as {"dtype": "float32"}) refer to, in order."""
     if not isinstance(arguments, dict):
         raise ValueError("expected an object of schema name -> value")
     refs = []
 
     def walk(a):
         if isinstance(a, dict):
+            if set(a) == {"dtype"} and isinstance(a["dtype"], str):
+                return   # a dtype argument (importer/library_calls.json_argument)
             if set(a) != {"operand"} or not isinstance(a["operand"], int):
                 raise ValueError(f"a tensor argument must be {{'operand': i}}, got {a!r}")
             refs.append(a["operand"])

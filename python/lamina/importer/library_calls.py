@@ -54,7 +54,7 @@ def supported(node, floats: tuple = _REAL) -> str | None:
         else:
             inputs = []
             try:
-                json.dumps(value)
+                json.dumps(json_argument(value))
             except TypeError:
                 return f"{arg.name}: an argument of type {type(value).__name__}"
         for t in inputs:
@@ -71,6 +71,16 @@ def supported(node, floats: tuple = _REAL) -> str | None:
     return None
 
 
+def json_argument(value):
+    """A non-tensor argument as the JSON the call's `arguments` hold: tuples as lists, a dtype
+    as {"dtype": "float32"} (codegen/library_calls.py reads it back)."""
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).split(".")[-1]}
+    if isinstance(value, (tuple, list)):
+        return [json_argument(v) for v in value]
+    return value
+
+
 def library_call(imp, node, result: int | None = None, overrides: dict | None = None):
     """`lamina.library_callN` ops calling node's ATen routine: the op of output `result`, or
     (None) one op per tensor output (None where the output is not a tensor). `overrides`
@@ -81,7 +91,7 @@ def library_call(imp, node, result: int | None = None, overrides: dict | None = 
             arguments[arg.name] = {"operand": len(operands)}
             operands.append(imp.values[value])
         else:
-            arguments[arg.name] = list(value) if isinstance(value, tuple) else value
+            arguments[arg.name] = json_argument(value)
     arguments.update(overrides or {})
     callee = str(node.target)   # "aten.linalg_qr.default", "lamina.fft_r2c.default"
     callee = callee if callee.count(".") == 2 else f"aten.{callee}"

@@ -784,3 +784,10 @@ def test_diagonal_backward_over_symbolic_sizes():
         fn(xe).backward()
         torch.testing.assert_close(x.grad, xe.grad)
     _assert_no_fallback(_records_since(before))
+
+
+def test_scans_with_a_dtype_along_symbolic_dims():
+    """cumsum/cumprod with dtype= along a symbolic dim are library calls; the dtype argument
+    crosses as JSON (it was refused, and the graph fell back)."""
+    fn = lambda x: torch.cumsum(x, 1, dtype=torch.float64) + x.cumprod(0, dtype=torch.float64)   # noqa: E731
+    _compile_dynamic_and_compare(fn, torch.randn(5, 8))
