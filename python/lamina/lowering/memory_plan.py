@@ -235,7 +235,9 @@ def plan_graph(graph_func, view_lifetimes: bool = False) -> int | str:
                 entries.append(ir.DictAttr.get({"output": _i64(b.output)}))
             else:
                 entry = {"arena": _size_attr(b.offset), "bytes": _size_attr(b.bytes)}
-                if not isinstance(b.bytes, int):
+                if not isinstance(b.bytes, int) or not ir.RankedTensorType(r.type).has_static_shape:
+                    # (symbolic dims: lamina-kernel-abi sizes the buffer's view from them; a
+                    # static 0 beside a symbolic dim is 0 bytes and still such a view)
                     entry["type"] = ir.TypeAttr.get(r.type)
                 entries.append(ir.DictAttr.get(entry))
         c.attributes[BUFFERS_ATTR] = ir.ArrayAttr.get(entries)

@@ -791,3 +791,18 @@ def test_scans_with_a_dtype_along_symbolic_dims():
     crosses as JSON (it was refused, and the graph fell back)."""
     fn = lambda x: torch.cumsum(x, 1, dtype=torch.float64) + x.cumprod(0, dtype=torch.float64)   # noqa: E731
     _compile_dynamic_and_compare(fn, torch.randn(5, 8))
+
+
+def test_matmul_backward_with_a_zero_size_dim():
+    """A static 0 beside symbolic dims (dynamo specializes 0): the 0-byte intermediate still
+    needs its symbolic type in the memory plan (lamina-kernel-abi sized its view from it; the
+    IR failed to verify and the graph fell back)."""
+    torch._dynamo.reset()
+    before = len(lamina.backend.reports())
+    compiled = torch.compile(torch.mm, backend="lamina", dynamic=True, options={"strict": True})
+    a, b = torch.randn(0, 5, requires_grad=True), torch.randn(5, 10, requires_grad=True)
+    out = compiled(a, b)
+    out.sum().backward()
+    assert out.shape == (0, 10) and a.grad.shape == (0, 5)
+    torch.testing.assert_close(b.grad, torch.zeros(5, 10))
+    _assert_no_fallback(_records_since(before))
