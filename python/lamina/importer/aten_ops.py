@@ -115,7 +115,24 @@ def schema_arguments(node) -> list:
 
 def bind(node, importer) -> Args:
     """The node's arguments by schema name, defaults filled in, nodes mapped to Values."""
-    return Args((arg.name, importer.value(v)) for arg, v in schema_arguments(node))
+    return Args((arg.name, _wrapped_number(node, arg, v, importer.value(v), importer))
+                for arg, v in schema_arguments(node))
+
+
+def _wrapped_number(node, arg, fx_value, value, importer):
+    """A symbolic Python scalar given for a `Scalar` argument (schema type `number`; a rank-0 i64 or f64 tensor:
+    importer.scalar_value) in the result's dtype: torch promotes a tensor with a Python
+    number as with a wrapped number, which never widens the tensor's float type (a 0-d f32
+    tensor times a SymFloat is f32: std's backward under dynamic=True)."""
+    if not (isinstance(fx_value, torch.fx.Node) and fx_value in getattr(importer, "scalar_values", {})
+            and str(arg.type).removeprefix("Optional[").rstrip("]") in ("number", "Scalar")
+            and isinstance(value, ir.Value) and isinstance(value.type, ir.RankedTensorType)):
+        return value
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or val.dtype == torch.bool or val.is_complex():
+        return value
+    want = T.element_type(T.torch_dtype_to_name(val.dtype))
+    return cast(value, want) if elem(value) != want else value
 
 
 # ---- helpers ------------------------------------------------------------------------------

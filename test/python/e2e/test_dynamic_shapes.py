@@ -806,3 +806,22 @@ def test_matmul_backward_with_a_zero_size_dim():
     assert out.shape == (0, 10) and a.grad.shape == (0, 5)
     torch.testing.assert_close(b.grad, torch.zeros(5, 10))
     _assert_no_fallback(_records_since(before))
+
+
+def test_std_backward_over_symbolic_sizes():
+    """std's backward multiplies a 0-d f32 tensor by a SymFloat (1 / (n - 1)): a Python
+    number, which keeps the tensor's f32 (the symbolic scalar is an f64 rank-0 tensor in
+    lamina, and the product came out f64: the graph fell back)."""
+    def fn(x):
+        return x.std(1).sum() + x.std() * 2 + x.var(0, correction=0).mean()
+    torch._dynamo.reset()
+    before = len(lamina.backend.reports())
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    for n in (5, 9):
+        x = torch.randn(n, n + 2, requires_grad=True)
+        xe = x.detach().clone().requires_grad_()
+        torch.testing.assert_close(compiled(x), fn(xe))
+        compiled(x).backward()
+        fn(xe).backward()
+        torch.testing.assert_close(x.grad, xe.grad)
+    _assert_no_fallback(_records_since(before))
