@@ -120,10 +120,10 @@ def bind(node, importer) -> Args:
 
 
 def _wrapped_number(node, arg, fx_value, value, importer):
-    """A symbolic Python scalar given for a `Scalar` argument (schema type `number`; a rank-0 i64 or f64 tensor:
-    importer.scalar_value) in the result's dtype: torch promotes a tensor with a Python
-    number as with a wrapped number, which never widens the tensor's float type (a 0-d f32
-    tensor times a SymFloat is f32: std's backward under dynamic=True)."""
+    """A symbolic Python scalar given for a `Scalar` argument (schema type `number`; here a
+    rank-0 i64 or f64 tensor: importer.scalar_value) in the result's dtype. torch promotes a
+    tensor with a Python number as with a wrapped number, which never widens the tensor's
+    float type (a 0-d f32 tensor times a SymFloat is f32: std's backward under dynamic=True)."""
     if not (isinstance(fx_value, torch.fx.Node) and fx_value in getattr(importer, "scalar_values", {})
             and str(arg.type).removeprefix("Optional[").rstrip("]") in ("number", "Scalar")
             and isinstance(value, ir.Value) and isinstance(value.type, ir.RankedTensorType)):

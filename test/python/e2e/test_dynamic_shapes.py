@@ -825,3 +825,16 @@ def test_std_backward_over_symbolic_sizes():
         fn(xe).backward()
         torch.testing.assert_close(x.grad, xe.grad)
     _assert_no_fallback(_records_since(before))
+
+
+def test_select_at_a_symint_index():
+    """x.select(1, i) with i a SymInt graph input: the kernel needs the symbol i although no
+    type carries it (lamina-outline-kernels passes symbols that size attributes use)."""
+    fn = lambda x, i: torch.select(x, 1, i) * 2   # noqa: E731
+    torch._dynamo.reset()
+    before = len(lamina.backend.reports())
+    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
+    x = torch.randn(3, 5, 4)
+    for i in (2, 3, 4):
+        torch.testing.assert_close(compiled(x, i), fn(x, i))
+    _assert_no_fallback(_records_since(before))
