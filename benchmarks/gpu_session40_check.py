@@ -7,29 +7,11 @@ symbolic dim (forward and backward). One line a row: OK/BAD, detail, fallback op
     python3 benchmarks/gpu_session40_check.py      (the bundle on PYTHONPATH: benchmarks/gpu.sh)
 """
 import math
-import os
-import warnings
 
 import torch
 import torch.nn.functional as F
 
-import lamina.backend as lb
-
-warnings.filterwarnings("ignore")
-DEV = os.environ.get("CHECK_DEVICE", "cuda")   # (cpu: a dry run of the script)
-ROWS = []
-
-
-def row(name, ok, detail=""):
-    fb = sorted({str(o) for r in lb.reports() for o in r["fallback_ops"]})
-    ROWS.append((name, ok and not fb))
-    print(f"{name:40s} {'OK ' if ok and not fb else 'BAD'} {detail} fb={fb}", flush=True)
-
-
-def compiled(fn, **kw):
-    torch._dynamo.reset()
-    lb.clear_reports()
-    return torch.compile(fn, backend="lamina", **kw)
+from check_rows import DEV, compiled, device_line, row, summary
 
 
 def moments(name, fn, mean, std):
@@ -128,8 +110,7 @@ def symbolic_rows():
 
 
 if __name__ == "__main__":
-    print(torch.cuda.get_device_name() if DEV == "cuda" else DEV, torch.__version__)
+    print(device_line())
     random_rows()
     symbolic_rows()
-    bad = [n for n, ok in ROWS if not ok]
-    print(f"{len(ROWS) - len(bad)} of {len(ROWS)} rows OK" + (f"; BAD: {bad}" if bad else ""))
+    print(summary())

@@ -7,28 +7,18 @@ fallback ops.
 
     python3 benchmarks/gpu_session41_check.py      (the bundle on PYTHONPATH: benchmarks/gpu.sh)
 """
-import os
-import warnings
-
 import torch
 
-import lamina.backend as lb
-
-warnings.filterwarnings("ignore")
-DEV = os.environ.get("CHECK_DEVICE", "cuda")   # (cpu: a dry run of the script)
-ROWS = []
+import check_rows
+from check_rows import DEV, device_line, summary
 
 
 def row(name, ok, detail=""):
-    fb = sorted({str(o) for r in lb.reports() for o in r["fallback_ops"]})
-    ROWS.append((name, ok and not fb))
-    print(f"{name:46s} {'OK ' if ok and not fb else 'BAD'} {detail} fb={fb}", flush=True)
+    check_rows.row(name, ok, detail, width=46)
 
 
 def compiled(fn):
-    torch._dynamo.reset()
-    lb.clear_reports()
-    return torch.compile(fn, backend="lamina", dynamic=True)
+    return check_rows.compiled(fn, dynamic=True)
 
 
 def same(a, b, dtype):
@@ -103,10 +93,9 @@ def training_row():
 
 
 if __name__ == "__main__":
-    print(torch.cuda.get_device_name() if DEV == "cuda" else DEV, torch.__version__)
+    print(device_line())
     view_rows(torch.float32)
     view_rows(torch.bfloat16)
     scatter_rows()
     training_row()
-    bad = [n for n, ok in ROWS if not ok]
-    print(f"{len(ROWS) - len(bad)} of {len(ROWS)} rows OK" + (f"; BAD: {bad}" if bad else ""))
+    print(summary())

@@ -41,7 +41,8 @@ from pathlib import Path
 from mlir import ir
 
 from .codegen.target import get_target
-from .lowering.kernel_abi import LAYOUT_ATTR, _set_arg_attr, graph_functions
+from .dialect import symbols as S
+from .lowering.kernel_abi import LAYOUT_ATTR, graph_functions
 from .runtime.compiled_graph import CompiledGraph, extract_launch_plan
 from .transforms.graph_pipeline import run_graph_passes
 from .transforms.registry import run_pass
@@ -85,7 +86,7 @@ def mark_strided_inputs(graph_func, indices) -> None:
     """`lamina.layout = "strided"` on graph arguments whose tensors are views (lamina-kernel-abi
     gives them, and the kernel arguments they feed, a strided memref type)."""
     for i in sorted(indices):
-        _set_arg_attr(graph_func, i, LAYOUT_ATTR, ir.StringAttr.get("strided"))
+        S.set_argument_attr(graph_func, i, LAYOUT_ATTR, ir.StringAttr.get("strided"))
 
 
 STAGES = ("graph", "fuse", "widen", "outline", "plan", "linalg", "abi", "schedule", "target", "load")

@@ -248,7 +248,7 @@ def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options)
     uint8 = [i for i, spec in enumerate(imported.outputs) if getattr(spec, "dtype", None) == torch.uint8]
     if uint8:
         fn = _uint8_outputs(fn, single, uint8)
-    fn = with_output_views(fn, views, gm, single)
+    fn = with_output_views(fn, views, single)
     if options.check_inputs:
         fn = _checking_inputs(fn, gm, name)
     return fn, result

@@ -26,10 +26,9 @@ from ..dialect import symbols as S
 
 @dataclass(frozen=True)
 class OutputView:
-    position: int      # the output it replaces
     root: tuple        # ("input", placeholder index) or ("output", output position)
     source: str        # Python expression of the view, applied to `_root`
-    symbols: frozenset  # the size symbols it reads
+    symbols: dict      # the size symbols it reads -> how the call reads each off `_args`
 
 
 def _is_view_op(target) -> bool:
@@ -163,25 +162,24 @@ def output_views(gm: torch.fx.GraphModule) -> dict[int, OutputView]:
         symbols = _symbol_sources(gm) if symbols is None else symbols
         used: set = set()
         try:
-            found[j] = OutputView(j, where, _replay_source(ops, symbols, used), frozenset(used))
+            found[j] = OutputView(where, _replay_source(ops, symbols, used), {name: symbols[name] for name in used})
         except _Unreplayable as e:
             raise LaminaUnsupportedError(f"output {j} ({o.name}) is a view that cannot be rebuilt at run time: {e}") \
                 from None
     return found
 
 
-def with_output_views(fn, views: dict[int, OutputView], gm: torch.fx.GraphModule, single: bool):
+def with_output_views(fn, views: dict[int, OutputView], single: bool):
     """`fn` with each output of `views` replaced by its view of the real base."""
     if not views:
         return fn
-    symbols = _symbol_sources(gm)
+    symbols = {name: read for view in views.values() for name, read in view.symbols.items()}
     lines = ["def call(*_args):", "    _out = _fn(*_args)"]
     if single:
         lines.append("    _out = [_out]")
     else:
         lines.append("    _out = list(_out)")
-    used = set().union(*(view.symbols for view in views.values()))
-    lines += [f"    {name} = {symbols[name]}" for name in sorted(used)]
+    lines += [f"    {name} = {read}" for name, read in sorted(symbols.items())]
     for p, view in sorted(views.items()):
         kind, k = view.root
         root = f"_args[{k}]" if kind == "input" else f"_out[{k}]"

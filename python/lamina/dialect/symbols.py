@@ -308,7 +308,7 @@ def strip_function(func_op) -> None:
     ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
     for i, t in enumerate(ftype.inputs):
         if isinstance(t, ir.RankedTensorType) and t.encoding is not None:
-            _set_argument_attr(func_op, i, DIMS_ATTR, dims_attr(dims_of(t)))
+            set_argument_attr(func_op, i, DIMS_ATTR, dims_attr(dims_of(t)))
     func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
         [strip(t) for t in ftype.inputs], [strip(t) for t in ftype.results]))
 
@@ -326,14 +326,16 @@ def strip_function(func_op) -> None:
     walk(func_op.regions[0])
 
 
-def _set_argument_attr(func_op, index: int, name: str, value: ir.Attribute) -> None:
-    n = len(ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value).inputs)
-    old = list(ir.ArrayAttr(func_op.attributes["arg_attrs"])) if "arg_attrs" in func_op.attributes \
+def set_argument_attr(func_op, index: int, name: str, value: ir.Attribute, kind: str = "arg_attrs") -> None:
+    """Set `name` in the attribute dictionary of argument (or, kind="res_attrs", result) `index`."""
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    n = len(ftype.inputs if kind == "arg_attrs" else ftype.results)
+    old = list(ir.ArrayAttr(func_op.attributes[kind])) if kind in func_op.attributes \
         else [ir.DictAttr.get({})] * n
     entries = {a.name: a.attr for a in ir.DictAttr(old[index])}
     entries[name] = value
     old[index] = ir.DictAttr.get(entries)
-    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old)
+    func_op.attributes[kind] = ir.ArrayAttr.get(old)
 
 
 def argument_dims(func_op, index: int) -> list | None:

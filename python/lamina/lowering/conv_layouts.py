@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..dialect import symbols as S
 from ..transforms.registry import register_pass
-from .kernel_abi import LAYOUT_ATTR, _set_arg_attr, graph_functions
+from .kernel_abi import LAYOUT_ATTR, graph_functions
 from .memory_plan import BUFFERS_ATTR
 
 CHANNELS_LAST = "channels_last"
@@ -71,9 +72,9 @@ def plan_layouts(module: ir.Module, graph_func) -> int:
                 continue
             entries[ri] = ir.DictAttr.get({**{a.name: a.attr for a in d}, "layout": ir.StringAttr.get(CHANNELS_LAST)})
             strided = ir.StringAttr.get("strided")
-            _set_arg_attr(producer, ri, LAYOUT_ATTR, strided, kind="res_attrs")
+            S.set_argument_attr(producer, ri, LAYOUT_ATTR, strided, kind="res_attrs")
             for k, j in readers:
-                _set_arg_attr(k, j, LAYOUT_ATTR, strided)
+                S.set_argument_attr(k, j, LAYOUT_ATTR, strided)
             changed = True
             marked += 1
         if changed:

@@ -123,18 +123,6 @@ def _with_noalias(symbol_attrs, types) -> ir.ArrayAttr:
     return ir.ArrayAttr.get(out)
 
 
-def _set_arg_attr(func_op, index: int, name: str, value: ir.Attribute, kind: str = "arg_attrs") -> None:
-    """Set `name` in the attribute dictionary of argument (or, kind="res_attrs", result) `index`."""
-    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
-    n = len(ftype.inputs if kind == "arg_attrs" else ftype.results)
-    old = list(ir.ArrayAttr(func_op.attributes[kind])) if kind in func_op.attributes \
-        else [ir.DictAttr.get({})] * n
-    d = {a.name: a.attr for a in ir.DictAttr(old[index])}
-    d[name] = value
-    old[index] = ir.DictAttr.get(d)
-    func_op.attributes[kind] = ir.ArrayAttr.get(old)
-
-
 def graph_functions(module: ir.Module):
     return [op for op in module.body.operations
             if op.operation.name == "func.func" and "lamina.graph" in op.attributes]
@@ -153,7 +141,7 @@ def mark_strided_kernel_args(module: ir.Module, graph_func) -> None:
         kernel = kernels[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
         for j, v in enumerate(op.operands):
             if v in strided:
-                _set_arg_attr(kernel, j, LAYOUT_ATTR, ir.StringAttr.get("strided"))
+                S.set_argument_attr(kernel, j, LAYOUT_ATTR, ir.StringAttr.get("strided"))
 
 
 def graph_to_entry(graph_func, kernels: dict | None = None) -> None:

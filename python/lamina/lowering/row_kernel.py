@@ -92,13 +92,8 @@ def _size_key(v: ir.Value):
     owner = v.owner
     if isinstance(owner, ir.Block):
         func_op = _enclosing_function(owner.owner)
-        if func_op is not None and "arg_attrs" in func_op.attributes:
-            attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
-            index = ir.BlockArgument(v).arg_number
-            d = ir.DictAttr(attrs[index]) if index < len(attrs) else None
-            if d is not None and S.SYMBOL_ATTR in d:
-                return ir.StringAttr(d[S.SYMBOL_ATTR]).value
-        return v
+        args = S.symbol_args(func_op) if func_op is not None else {}
+        return next((name for name, a in args.items() if a == v), v)
     if owner.name in ("tensor.dim", "memref.dim"):
         c = owner.operands[1].owner
         if not isinstance(c, ir.Block) and c.name == "arith.constant":

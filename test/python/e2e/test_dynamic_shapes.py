@@ -771,19 +771,26 @@ def test_diagonal_scatter_over_symbolic_sizes(shape, offset, dim1, dim2):
     _compile_dynamic_and_compare(lambda x, s: torch.diagonal_scatter(x, s, offset, dim1, dim2), x, src)
 
 
-def test_diagonal_backward_over_symbolic_sizes():
-    def fn(x):
-        return (torch.diagonal(x, 1) ** 2).sum() + torch.diag(x[0]).sum()
+def _train_dynamic_and_compare(fn, shapes):
+    """fn compiled with dynamic=True (strict): at each input shape its value and the input's
+    gradient match eager's, with no fallback."""
     torch._dynamo.reset()
     before = len(lamina.backend.reports())
     compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
-    for n in (5, 8):
-        x = torch.randn(n, n + 1, requires_grad=True)
+    for shape in shapes:
+        x = torch.randn(shape, requires_grad=True)
         xe = x.detach().clone().requires_grad_()
-        compiled(x).backward()
-        fn(xe).backward()
+        got, want = compiled(x), fn(xe)
+        torch.testing.assert_close(got, want)
+        got.backward()
+        want.backward()
         torch.testing.assert_close(x.grad, xe.grad)
     _assert_no_fallback(_records_since(before))
+
+
+def test_diagonal_backward_over_symbolic_sizes():
+    _train_dynamic_and_compare(lambda x: (torch.diagonal(x, 1) ** 2).sum() + torch.diag(x[0]).sum(),
+                               [(5, 6), (8, 9)])
 
 
 def test_scans_with_a_dtype_along_symbolic_dims():
@@ -812,19 +819,8 @@ def test_std_backward_over_symbolic_sizes():
     """std's backward multiplies a 0-d f32 tensor by a SymFloat (1 / (n - 1)): a Python
     number, which keeps the tensor's f32 (the symbolic scalar is an f64 rank-0 tensor in
     lamina, and the product came out f64: the graph fell back)."""
-    def fn(x):
-        return x.std(1).sum() + x.std() * 2 + x.var(0, correction=0).mean()
-    torch._dynamo.reset()
-    before = len(lamina.backend.reports())
-    compiled = torch.compile(fn, backend="lamina", dynamic=True, options={"strict": True})
-    for n in (5, 9):
-        x = torch.randn(n, n + 2, requires_grad=True)
-        xe = x.detach().clone().requires_grad_()
-        torch.testing.assert_close(compiled(x), fn(xe))
-        compiled(x).backward()
-        fn(xe).backward()
-        torch.testing.assert_close(x.grad, xe.grad)
-    _assert_no_fallback(_records_since(before))
+    _train_dynamic_and_compare(lambda x: x.std(1).sum() + x.std() * 2 + x.var(0, correction=0).mean(),
+                               [(5, 7), (9, 11)])
 
 
 def test_select_at_a_symint_index():
