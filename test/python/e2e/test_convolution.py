@@ -234,3 +234,49 @@ def test_channels_last_symbolic_batch(monkeypatch):
     parallel chunks at run time)."""
     monkeypatch.setenv("LAMINA_CONVOLUTION", "library")
     test_convolution_chain_symbolic_batch()
+
+
+NATIVE_CASES = [c for c in CHANNELS_LAST_CASES if c[0].startswith("2d")]
+
+
+@pytest.mark.parametrize("in_process", [False, True])
+@pytest.mark.parametrize("fn,shapes", [pytest.param(f, s, id=i) for i, f, s in NATIVE_CASES])
+def test_native_convolution_glue(fn, shapes, in_process, monkeypatch):
+    """f32 2-d channels-last library convolutions run in codegen/native_convolution.py's C
+    glue (torch's C shim, no Python callback), from a loaded shared object and from the
+    in-process JIT: eager's results, and the glue's count of the calls it ran grows; with
+    LAMINA_NATIVE_CONV=0 the Python callback runs them (the count stays)."""
+    from lamina.codegen import native_convolution
+
+    monkeypatch.setenv("LAMINA_CONVOLUTION", "library")
+    args = [_randn(*s, seed=i) for i, s in enumerate(shapes)]
+    options = {"compile_in_process": True} if in_process else {}
+    before = native_convolution.native_calls()
+    out = _compiled(fn, **options)(*args)
+    torch.testing.assert_close(out, fn(*args), rtol=1e-4, atol=1e-4)
+    if native_convolution._library() is None:
+        pytest.skip("no C compiler or no mkldnn here: the Python callback ran it")
+    assert native_convolution.native_calls() > before
+    monkeypatch.setenv("LAMINA_NATIVE_CONV", "0")
+    before = native_convolution.native_calls()
+    out = _compiled(fn, **options)(*[a + 1 for a in args])
+    torch.testing.assert_close(out, fn(*[a + 1 for a in args]), rtol=1e-4, atol=1e-4)
+    assert native_convolution.native_calls() == before
+
+
+def test_native_convolution_glue_leaves_other_cases_to_python(monkeypatch):
+    """What the glue does not run (3-d, zero-size, channels-first operands) goes to the
+    Python callback, results unchanged, and the glue's count stays."""
+    from lamina.codegen import native_convolution
+
+    monkeypatch.setenv("LAMINA_CONVOLUTION", "library")
+    conv2d = (lambda x, w: F.conv2d(x, w, padding=1), [(2, 4, 9, 9), (6, 4, 3, 3)])
+    cases = [(lambda x, w: F.conv3d(x, w, padding=1), [(1, 2, 5, 6, 7), (3, 2, 3, 3, 3)], "channels_last"),
+             (lambda x, w: F.conv2d(x, w, padding=1), [(0, 4, 9, 9), (6, 4, 3, 3)], "channels_last"),
+             (*conv2d, "channels_first")]
+    for fn, shapes, layout in cases:
+        monkeypatch.setenv("LAMINA_CONV_LAYOUT", layout)
+        args = [_randn(*s, seed=i) for i, s in enumerate(shapes)]
+        before = native_convolution.native_calls()
+        torch.testing.assert_close(_compiled(fn)(*args), fn(*args), rtol=1e-4, atol=1e-4)
+        assert native_convolution.native_calls() == before
