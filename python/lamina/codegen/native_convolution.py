@@ -196,10 +196,12 @@ def _library():
     if shim is None:
         return None
     (blob, delete, conv_sum), f32, cpu = shim
-    directory = compile_cache.cache_root() / "native" if compile_cache.enabled() \
-        else Path(tempfile.mkdtemp(prefix="lamina-native-"))
     try:
-        lib = ctypes.CDLL(str(_build(directory, cc)))
+        if compile_cache.enabled():
+            lib = ctypes.CDLL(str(_build(compile_cache.cache_root() / "native", cc)))
+        else:   # built for this process: the mapping outlives the file
+            with tempfile.TemporaryDirectory(prefix="lamina-native-") as tmp:
+                lib = ctypes.CDLL(str(_build(Path(tmp), cc)))
     except (OSError, subprocess.SubprocessError):
         return None
     return lib, blob, delete, conv_sum, f32, cpu
