@@ -141,7 +141,7 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
     backend = aot_autograd(fw_compiler=_fx_compiler("forward", opts), bw_compiler=_fx_compiler("backward", opts),
                            decompositions=decompositions)
     try:
-        with _attention_lamina_converts(example_inputs):
+        with _attention_lamina_converts(example_inputs), _backward_compiled_with_forward(opts):
             return backend(gm, example_inputs)
     except _dynamo_restarts():
         raise
@@ -155,6 +155,21 @@ def lamina_backend(gm, example_inputs, options: dict | None = None, **kwargs):
         from .compile_fx import untraceable_graph
 
         return untraceable_graph(gm, opts, e, data_dependent=False)
+
+
+def _backward_compiled_with_forward(opts: Options):
+    """AOTAutograd compiles a backward graph at its first use (its "lazy backward"), after
+    the forward has compiled and run. On the compile workers, lamina compiles both at once
+    instead: the forward compile returns while a worker is at it (compile_fx: "overlapped"),
+    AOTAutograd goes straight on to the backward, which another worker compiles, and each
+    graph waits for its own compile at its first call."""
+    import contextlib
+
+    from torch._functorch import config as functorch_config
+
+    if opts.strict or opts.compile_in_process or not hasattr(functorch_config, "force_non_lazy_backward_lowering"):
+        return contextlib.nullcontext()
+    return functorch_config.patch(force_non_lazy_backward_lowering=True)
 
 
 def _attention_lamina_converts(example_inputs):

@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import operator
 import sys
+import threading
 import time
 import warnings
 
@@ -211,47 +212,69 @@ def _note_codegen(entry: dict, result) -> None:
 
 def compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
     """Import and compile a fully supported graph; returns (callable, CompileResult)."""
+    return start_graph_module(gm, name, options).finish()
+
+
+def start_graph_module(gm: torch.fx.GraphModule, name: str, options: Options, background: bool = False):
+    """Import a fully supported graph and start its compile: with `background` (and the
+    compile workers), the workers compile while this returns; `.finish()` waits for them
+    and returns (callable, CompileResult)."""
     # Code generators walk expressions recursively: a pooling window of 64 taps is a chain of
     # a few hundred values, past Python's default limit of 1000 frames. (Raised for good: the
     # limit is per process, and partitions compile in several threads at once.)
     if sys.getrecursionlimit() < 10000:
         sys.setrecursionlimit(10000)
-    return _compile_graph_module(gm, name, options)
+    return _GraphCompile(gm, name, options, background)
 
 
-def _compile_graph_module(gm: torch.fx.GraphModule, name: str, options: Options):
-    from ..pipeline import graph_function, mark_strided_inputs
+class _GraphCompile:
+    def __init__(self, gm: torch.fx.GraphModule, name: str, options: Options, background: bool):
+        from ..pipeline import graph_function, mark_strided_inputs
 
-    views = output_views(gm)   # (before compiling: an output it cannot rebuild sends the graph to eager)
-    # (compiles on the workers: this process only imports the graph and loads the result)
-    ctx = dialect.make_context(None if options.compile_in_process else dialect.IMPORT_DIALECTS)
-    target_options = {"autotune": options.autotune, "cudagraphs": options.cudagraphs}
-    if options.gpu_codegen != "triton":
-        target_options.update(gpu_codegen=options.gpu_codegen, gpu_arch=_gpu_arch(gm))
-    with ctx:
-        imported = import_graph(gm, ctx, name=name)
-        mark_strided_inputs(graph_function(imported.module), _strided_placeholders(gm))
-        if options.compile_in_process:
-            result = compile_module(imported.module, target=options.target, target_options=target_options,
-                                    dump_dir=options.dump_ir)
-            result.compiled._mlir_context = ctx  # the JIT module lives in this context
-        else:
-            from ..service.client import compile_out_of_process
+        self.gm, self.name, self.options = gm, name, options
+        self.views = output_views(gm)   # (before compiling: an output it cannot rebuild sends the graph to eager)
+        # (compiles on the workers: this process only imports the graph and loads the result)
+        ctx = dialect.make_context(None if options.compile_in_process else dialect.IMPORT_DIALECTS)
+        target_options = {"autotune": options.autotune, "cudagraphs": options.cudagraphs}
+        if options.gpu_codegen != "triton":
+            target_options.update(gpu_codegen=options.gpu_codegen, gpu_arch=_gpu_arch(gm))
+        self.result, self.pending = None, None
+        with ctx:
+            imported = import_graph(gm, ctx, name=name)
+            mark_strided_inputs(graph_function(imported.module), _strided_placeholders(gm))
+            if options.compile_in_process:
+                self.result = compile_module(imported.module, target=options.target, target_options=target_options,
+                                             dump_dir=options.dump_ir)
+                self.result.compiled._mlir_context = ctx  # the JIT module lives in this context
+            else:
+                from ..service.client import start_out_of_process
 
-            result = compile_out_of_process(imported.module, name, options.target, target_options,
-                                            dump_dir=options.dump_ir)
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    single = not isinstance(output.args[0], (tuple, list))
-    result_of_output = [None if spec is None else spec.result_index if hasattr(spec, "result_index")
-                        else ("size", spec.expr) for spec in imported.outputs]
-    fn = result.compiled.structured_call(single, result_of_output)
-    uint8 = [i for i, spec in enumerate(imported.outputs) if getattr(spec, "dtype", None) == torch.uint8]
-    if uint8:
-        fn = _uint8_outputs(fn, single, uint8)
-    fn = with_output_views(fn, views, single)
-    if options.check_inputs:
-        fn = _checking_inputs(fn, gm, name)
-    return fn, result
+                self.pending = start_out_of_process(imported.module, name, options.target, target_options,
+                                                    dump_dir=options.dump_ir, background=background)
+        self.outputs = imported.outputs
+
+    def running(self) -> bool:
+        """Whether a compile worker is still at it."""
+        return self.pending is not None and self.pending.running()
+
+    def done_at(self) -> float:
+        """When (time.perf_counter()) the worker's compile was done."""
+        return self.pending.done_at
+
+    def finish(self):
+        result = self.result if self.pending is None else self.pending.result()
+        output = next(n for n in self.gm.graph.nodes if n.op == "output")
+        single = not isinstance(output.args[0], (tuple, list))
+        result_of_output = [None if spec is None else spec.result_index if hasattr(spec, "result_index")
+                            else ("size", spec.expr) for spec in self.outputs]
+        fn = result.compiled.structured_call(single, result_of_output)
+        uint8 = [i for i, spec in enumerate(self.outputs) if getattr(spec, "dtype", None) == torch.uint8]
+        if uint8:
+            fn = _uint8_outputs(fn, single, uint8)
+        fn = with_output_views(fn, self.views, single)
+        if self.options.check_inputs:
+            fn = _checking_inputs(fn, self.gm, self.name)
+        return fn, result
 
 
 def _uint8_outputs(fn, single: bool, positions: list[int]):
@@ -371,10 +394,14 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs, options: Options, kind:
                    "the supported parts are compiled. Set LAMINA_STRICT=1 to make this an error.")
         runnable = _compile_partitions(gm, name, options, entry)
     else:
-        runnable = _compile_whole(gm, name, options, entry)
+        # A training graph compiles on the workers while AOTAutograd goes on (from the forward
+        # to the backward graph: backend/__init__.py): the two compile at once, each loaded at
+        # its first call.
+        overlap = kind in ("forward", "backward") and not options.strict and not options.compile_in_process
+        runnable = _compile_whole(gm, name, options, entry, t0 if overlap else None)
     entry["compile_s"] = round(time.perf_counter() - t0, 4)
     entry["fallback_ops"] = sorted(set(entry["fallback_ops"]))
-    report.record(entry, options.report)
+    report.record(entry, None if entry.get("overlapped") else options.report)   # (else written when it is done)
     runnable = checking_asserts(runnable, assert_messages)
     runnable = _with_effect_tokens(runnable, _effect_token_inputs(gm), rng_device)
     runnable = with_input_checks(rng.seeded(runnable, rng_device) if needs_seed else runnable, checks)
@@ -431,9 +458,39 @@ def untraceable_graph(gm: torch.fx.GraphModule, options: Options, error: Excepti
     return gm.forward
 
 
-def _compile_whole(gm, name, options, entry):
+def _compile_whole(gm, name, options, entry, overlap_since: float | None = None):
+    """The whole graph compiled. With `overlap_since` (when compile_fx started), a compile
+    the workers are still at is returned unfinished: the graph finishes loading at its
+    first call (report: "overlapped"; its compile_s counts until the compile was done)."""
     try:
-        fn, result = compile_graph_module(gm, name, options)
+        started = start_graph_module(gm, name, options, background=overlap_since is not None)
+    except Exception as e:  # noqa: BLE001 - a failed compile must not break the user's program
+        return _compile_failed(gm, name, options, entry, e)
+    if overlap_since is None or not started.running():
+        return _finish_whole(started, gm, name, options, entry)
+    entry["overlapped"] = True
+    state = {"fn": None}
+    lock = threading.Lock()
+
+    def first_call(*args):
+        fn = state["fn"]
+        if fn is None:
+            with lock:
+                if state["fn"] is None:
+                    state["fn"] = _finish_whole(started, gm, name, options, entry)
+                    # until the worker was done, and the load (not the wait for the first call)
+                    load_s = entry.get("stage_s", {}).get("load_in_process", 0.0)
+                    entry["compile_s"] = round(started.done_at() - overlap_since + load_s, 4)
+                    entry["fallback_ops"] = sorted(set(entry["fallback_ops"]))
+                    report.write(entry, options.report)
+                fn = state["fn"]
+        return fn(*args)
+    return first_call
+
+
+def _finish_whole(started, gm, name, options, entry):
+    try:
+        fn, result = started.finish()
     except Exception as e:  # noqa: BLE001 - a failed compile must not break the user's program
         return _compile_failed(gm, name, options, entry, e)
     entry["ops_compiled"] = entry["ops_total"]
@@ -443,6 +500,8 @@ def _compile_whole(gm, name, options, entry):
     entry["stage_s"] = {k: round(v, 4) for k, v in result.stage_seconds.items()}
     entry["cache"] = result.cache
     entry["compiled_in"] = "process" if options.compile_in_process else "worker"
+    if result.worker is not None:
+        entry["worker"] = result.worker
     if getattr(result.compiled, "compiles_on_first_call", False):
         return _first_call_guard(fn, gm, name, options, entry)
     return fn

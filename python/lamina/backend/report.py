@@ -14,8 +14,14 @@ _REPORTS: list[dict] = []
 
 
 def record(entry: dict, path: str | bool | None) -> None:
+    """Keep `entry` (and write it where `path` says; None: write() writes it later)."""
     with _LOCK:
         _REPORTS.append(entry)
+    write(entry, path)
+
+
+def write(entry: dict, path: str | bool | None) -> None:
+    with _LOCK:
         if path is True:   # not open(True): that is file descriptor 1, closed afterwards
             print(json.dumps(entry, sort_keys=True), file=sys.stderr)
         elif path:

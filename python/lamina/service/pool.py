@@ -2,7 +2,7 @@
 
 Workers start on first use (`warm()` starts one early, so it boots while dynamo and
 AOTAutograd trace the first graph), are reused, and grow with demand up to
-LAMINA_COMPILE_WORKERS (default: half the cores, 1 to 8). A request that finds every
+LAMINA_COMPILE_WORKERS (default: half the cores, 2 to 8). A request that finds every
 worker busy starts another or waits for one. A worker that dies (abort, segfault, killed,
 out of memory) or overruns LAMINA_COMPILE_TIMEOUT (default 600 s; it is killed) raises
 WorkerCrashed naming the stage it was in; it is replaced by the next request.
@@ -157,7 +157,9 @@ def default_size() -> int:
     text = os.environ.get("LAMINA_COMPILE_WORKERS", "").strip()
     if text:
         return max(1, int(text))
-    return max(1, min(8, (os.cpu_count() or 2) // 2))
+    # at least 2: a training step's forward and backward graphs compile at once
+    # (backend/__init__.py); workers start on demand, so one compile at a time starts one
+    return min(8, max(2, (os.cpu_count() or 2) // 2))
 
 
 def default_timeout() -> float:

@@ -5,6 +5,8 @@ storage offsets), bf16, a symbolic batch, size-0 dims.
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -237,7 +239,11 @@ def test_channels_last_symbolic_batch(monkeypatch):
 
 
 NATIVE_CASES = [c for c in CHANNELS_LAST_CASES if c[0].startswith("2d")]
+cpu_target_only = pytest.mark.skipif(os.environ.get("LAMINA_TARGET", "cpu") != "cpu",
+                                     reason="the CPU target's library convolutions")
 
+
+@cpu_target_only
 
 @pytest.mark.parametrize("in_process", [False, True])
 @pytest.mark.parametrize("fn,shapes", [pytest.param(f, s, id=i) for i, f, s in NATIVE_CASES])
@@ -264,6 +270,7 @@ def test_native_convolution_glue(fn, shapes, in_process, monkeypatch):
     assert native_convolution.native_calls() == before
 
 
+@cpu_target_only
 def test_native_convolution_glue_leaves_other_cases_to_python(monkeypatch):
     """What the glue does not run (3-d, zero-size, channels-first operands) goes to the
     Python callback, results unchanged, and the glue's count stays."""

@@ -187,3 +187,73 @@ def test_cuda_code_generation_does_not_import_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", script, *map(str, imported)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _training_step(model, x):
+    out = model(x)
+    out.square().sum().backward()
+    return out
+
+
+def test_training_forward_and_backward_compile_at_once(monkeypatch):
+    """A training step's forward and backward graphs compile on two workers at once
+    (backend/__init__.py turns AOTAutograd's lazy backward off; the forward's compile
+    returns while a worker is at it): both reports say "overlapped", two compiles were in
+    flight together, and the step matches eager."""
+    import threading
+    import time
+
+    monkeypatch.setenv("LAMINA_COMPILE_WORKERS", "2")
+    monkeypatch.setenv("LAMINA_CACHE", "0")
+    pool = get_pool()
+    compile_ = pool.compile
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+
+    def slow_compile(request, timeout=None):   # each compile takes >= 1 s: overlap, if any, is certain
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            time.sleep(1.0)
+            return compile_(request, timeout)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(pool, "compile", slow_compile)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    reference = __import__("copy").deepcopy(model)
+    x = torch.randn(8, 16)
+    lb.clear_reports()
+    out = _training_step(torch.compile(model, backend="lamina"), x)
+    expected = _training_step(reference, x)
+    torch.testing.assert_close(out, expected)
+    for p, q in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    reports = {r["graph"].rsplit("_", 1)[-1]: r for r in lb.reports()}
+    assert set(reports) == {"forward", "backward"}
+    assert all(r.get("overlapped") and r["fallback_ops"] == [] and r["kernels"] > 0 for r in reports.values())
+    assert most[0] == 2
+    assert reports["forward"]["worker"] != reports["backward"]["worker"]
+
+
+def test_training_forward_compile_failure_found_at_first_call(monkeypatch):
+    """A forward graph whose (overlapped) compile fails falls back at its first call, with
+    the one warning and a report saying why; the step still matches eager."""
+    monkeypatch.setenv("LAMINA_CACHE", "0")
+    monkeypatch.setenv("LAMINA_FAULT", "raise@fuse")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Tanh())
+    reference = __import__("copy").deepcopy(model)
+    x = torch.randn(4, 16)
+    lb.clear_reports()
+    with pytest.warns(lb.LaminaFallbackWarning, match="compiling graph_.*_forward failed"):
+        out = _training_step(torch.compile(model, backend="lamina"), x)
+    torch.testing.assert_close(out, _training_step(reference, x))
+    for p, q in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    forward = next(r for r in lb.reports() if r["graph"].endswith("_forward"))
+    assert forward["overlapped"] and forward["ops_compiled"] == 0 and forward["fallback_ops"]
+    assert "InjectedFault" in forward["error"]
