@@ -39,6 +39,7 @@ case "${1:-}" in
           test/python/e2e/test_division_modes.py test/python/e2e/test_scatter.py test/python/e2e/test_trig.py \
           test/python/e2e/test_sorting.py test/python/e2e/test_quantization.py test/python/e2e/test_special_functions.py \
           test/python/e2e/test_linalg_library.py test/python/e2e/test_complex.py test/python/e2e/test_reduction_layouts.py \
-          test/python/e2e/test_low_precision.py test/python/e2e/test_dynamic_shapes.py test/python/e2e/test_pooling.py "$@" ;;
+          test/python/e2e/test_low_precision.py test/python/e2e/test_dynamic_shapes.py test/python/e2e/test_pooling.py \
+          test/python/e2e/test_reshape_epilogues.py "$@" ;;
   *) echo "usage: ./dev.sh demo | ./dev.sh test" >&2; exit 2 ;;
 esac

@@ -134,6 +134,16 @@ class _StopAfter(Exception):
     pass
 
 
+def _graph_stage(module: ir.Module) -> None:
+    """L1: the graph passes, and reshapes of contraction results moved below their pointwise
+    readers (transforms/sink_reshapes.py; the graph passes again fold what that leaves)."""
+    from .transforms.sink_reshapes import sink_reshapes
+
+    run_graph_passes(module)
+    if sink_reshapes(module):
+        run_graph_passes(module)
+
+
 def _run_stages(module, target, strided_args, dump_dir, keep_ir, target_options, export, until, on_stage):
     from .service import faults
 
@@ -174,7 +184,7 @@ def _run_stages(module, target, strided_args, dump_dir, keep_ir, target_options,
             Path(dump_dir).mkdir(parents=True, exist_ok=True)
             (Path(dump_dir) / f"{graph_name}.00-import.mlir").write_text(text)
     try:
-        stage("graph", lambda: run_graph_passes(module))
+        stage("graph", lambda: _graph_stage(module))
         # a target may widen what one kernel holds (cuda: attention chains); the rest is shared
         stage("fuse", lambda: run_pass("lamina-fuse", module, **getattr(tgt, "fusion_options", {})))
         stage("widen", lambda: run_pass("lamina-widen-low-precision", module))

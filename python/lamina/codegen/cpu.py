@@ -541,6 +541,9 @@ class CpuTarget:
     # (kernels in linalg on tensors, before the ABI: conv-only intermediates cross kernel
     # boundaries channels-last)
     linalg_passes = ("lamina-conv-activations-channels-last",)
+    # a reshape of a contraction's result ends the contraction's kernel (lamina-tile-cpu stores
+    # through it: no copying kernel for a reshaped result)
+    fusion_options = {"reshape_epilogues": True}
 
     def lower(self, module: ir.Module, dump=None) -> None:
         """passes/cpu-tiled.pipeline, then lamina-omp-to-gomp where torch runs on libgomp:

@@ -49,8 +49,8 @@ from .kernel_abi import kernel_functions
 from .kernel_cse import unshare_destinations
 from .tile_pointwise import (TILE_ID, TILE_SIZES, VECTOR_SIZES, _arr, _dense, _i64s, build_pointwise_schedule,
                              peel_loops, plan_pointwise, vector_lanes)
-from .transposed_epilogues import (cancel_transpose_pairs, fuse_transposed_epilogues, split_group_swaps,
-                                   store_through_reshapes, unswap_transposed_outputs)
+from .transposed_epilogues import (cancel_transpose_pairs, fuse_transposed_epilogues, reshape_arguments_as_views,
+                                   split_group_swaps, store_through_reshapes, unswap_transposed_outputs)
 from .row_kernel import row_block
 from .vector_reduce import vectorize_reductions
 
@@ -478,6 +478,10 @@ def tile_kernel(func_op, *, annotate_only: bool = False, dump_schedule: bool = F
     _resolve_dynamic_dims(func_op)   # before fusion: a tensor.dim of a producer would keep it alive
     mark_contractions(func_op)
     choose_layouts(mark_convolutions(func_op))
+    # kernel arguments and results seen through reshapes become memref views, before the
+    # elementwise fusion's reshape propagation (which would expand a library matmul into loops)
+    reshape_arguments_as_views(func_op)
+    store_through_reshapes(func_op)
     if has_contraction(func_op):
         _fuse_elementwise(func_op)
         if not annotate_only:

@@ -214,26 +214,70 @@ def _identity_memref(v: ir.Value) -> bool:
 
 def store_through_reshapes(func_op) -> int:
     """materialize_in_destination(expand_shape(%v), %out) -> materialize_in_destination(%v,
-    memref.collapse_shape(%out)) for a kernel output of the identity layout, so that
-    empty-tensor elimination (which follows no reshape) lets the op computing %v write the
-    output buffer instead of a temporary copied into it; returns how many."""
+    memref.collapse_shape(%out)) (and a collapse_shape through an expand_shape view) for a
+    kernel output of the identity layout and static shape, so that empty-tensor elimination
+    (which follows no reshape) lets the op computing %v write the output buffer instead of a
+    temporary copied into it; returns how many."""
     count = 0
     for op in [o.operation for o in func_op.regions[0].blocks[0].operations
                if o.operation.name == "bufferization.materialize_in_destination"]:
         src, dest = op.operands[0], op.operands[1]
-        if not isinstance(src, ir.OpResult) or src.owner.name != "tensor.expand_shape" or not _single_use(src) \
-                or not _identity_memref(dest):
+        if not isinstance(src, ir.OpResult) or src.owner.name not in ("tensor.expand_shape", "tensor.collapse_shape") \
+                or not _single_use(src) or not _identity_memref(dest):
             continue
-        expand = src.owner
-        inner = expand.operands[0]
+        reshape = src.owner
+        inner = reshape.operands[0]
+        inner_t = ir.RankedTensorType(inner.type)
+        if any(inner_t.is_dynamic_dim(i) for i in range(inner_t.rank)) and reshape.name == "tensor.collapse_shape":
+            continue
+        view_t = ir.MemRefType.get(inner_t.shape, ir.MemRefType(dest.type).element_type,
+                                   memory_space=ir.MemRefType(dest.type).memory_space)
         with ir.InsertionPoint(op), op.location:
-            view = memref.collapse_shape(ir.MemRefType.get(ir.RankedTensorType(inner.type).shape,
-                                                           ir.MemRefType(dest.type).element_type,
-                                                           memory_space=ir.MemRefType(dest.type).memory_space),
-                                         dest, expand.attributes["reassociation"])
+            if reshape.name == "tensor.expand_shape":
+                view = memref.collapse_shape(view_t, dest, reshape.attributes["reassociation"])
+            else:
+                view = memref.expand_shape(view_t, dest, reshape.attributes["reassociation"], [],
+                                           ir.DenseI64ArrayAttr.get(inner_t.shape))
         op.operands[0] = inner
         op.operands[1] = view
-        expand.erase()
+        reshape.erase()
+        count += 1
+    return count
+
+
+def reshape_arguments_as_views(func_op) -> int:
+    """tensor.collapse_shape / expand_shape of a kernel argument (bufferization.to_tensor of
+    an identity-layout memref) -> to_tensor of a memref.collapse_shape / expand_shape view of
+    it; returns how many. The view is free either way after bufferization, but a tensor
+    reshape is what upstream elementwise fusion propagates: a reshaped residual read by a
+    library matmul's epilogue made it expand the matmul into a generic of the reshaped rank,
+    which runs as loops instead of BLAS (gelu(linear(x)) + r over a [B, T, C] input: 100 ms
+    against 1 ms). Static shapes only."""
+    from mlir.dialects import bufferization
+
+    count = 0
+    for op in [o.operation for o in func_op.regions[0].blocks[0].operations
+               if o.operation.name in ("tensor.collapse_shape", "tensor.expand_shape")]:
+        src = op.operands[0]
+        to_tensor = src.owner if isinstance(src, ir.OpResult) else None
+        if to_tensor is None or to_tensor.name != "bufferization.to_tensor" \
+                or not isinstance(to_tensor.operands[0], ir.BlockArgument) or not _identity_memref(to_tensor.operands[0]):
+            continue
+        result_t = ir.RankedTensorType(op.results[0].type)
+        if any(result_t.is_dynamic_dim(i) for i in range(result_t.rank)):
+            continue
+        buffer = to_tensor.operands[0]
+        view_t = ir.MemRefType.get(result_t.shape, result_t.element_type,
+                                   memory_space=ir.MemRefType(buffer.type).memory_space)
+        with ir.InsertionPoint(op), op.location:
+            if op.name == "tensor.collapse_shape":
+                view = memref.collapse_shape(view_t, buffer, op.attributes["reassociation"])
+            else:
+                view = memref.expand_shape(view_t, buffer, op.attributes["reassociation"], [],
+                                           ir.DenseI64ArrayAttr.get(result_t.shape))
+            value = bufferization.to_tensor(result_t, view, restrict=True)
+        op.results[0].replace_all_uses_with(value)
+        op.erase()
         count += 1
     return count
 

@@ -111,7 +111,7 @@ def _set_kernel(op: ir.Operation, kernel: int) -> None:
     op.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kernel)
 
 
-def fuse_function(func_op, attention: bool = False) -> int:
+def fuse_function(func_op, attention: bool = False, reshape_epilogues: bool = False) -> int:
     """Label the lamina ops of one function; returns the number of kernels."""
     ops = lamina_ops(func_op)
     groupable = [op for op in ops if op.name != "lamina.constant" or _returned_directly(op)]
@@ -120,24 +120,101 @@ def fuse_function(func_op, attention: bool = False) -> int:
     inside = _attention_spans(groupable) if attention else set()
     after_contraction = _depend_on_contractions(groupable)
     kernel, has_contraction, started, after_scatter = 0, False, False, False
+    prologues = _operand_views(groupable) if reshape_epilogues else {}
+    in_prologue = {j for start, end in prologues.items() for j in range(start + 1, end + 1)}
+    ends_kernel: list = []   # reshaped results that end the current contraction kernel
     for i, op in enumerate(groupable):
         kind = op_kind(op.name)
         cut = kind in ("contraction", "scatter", "sort", "library") or after_scatter or (
             kind in ("reduction", "data_movement") and has_contraction and not _side_reshape(op, after_contraction))
         after_scatter = kind in ("scatter", "sort", "library")
+        if reshape_epilogues and has_contraction and _trailing_reshape(op, kernel):
+            cut = False   # the kernel stores its result through this reshape (a view)
+            ends_kernel.append(op.results[0])
+        elif any(x == r for x in op.operands for r in ends_kernel):
+            cut = True
         if kind == "contraction" and i > 0 and _folds_into_next(groupable[i - 1], op):
             cut = False  # its transposed operand opened this kernel
         elif i + 1 < len(groupable) and _folds_into_next(op, groupable[i + 1]):
             cut = True
+        if i in prologues:
+            cut = True    # the views of the next contraction's operands open its kernel
+        elif i in in_prologue:
+            cut = False
         if i in inside:
             cut = False  # the rest of an attention chain
         if started and cut:
             kernel += 1
             has_contraction = False
+            ends_kernel = []
         started = True
         has_contraction |= kind == "contraction"
         _set_kernel(op, kernel)
     return kernel + 1 if started else 0
+
+
+def _operation(owner):
+    return getattr(owner, "operation", owner)
+
+
+def _operand_views(ops: list[ir.Operation]) -> dict[int, int]:
+    """{start: position of a contraction} where ops[start:position] are reshapes of values
+    from before them (`x.view(b*t, c)` of a graph input or another kernel's result) and
+    transposes that _folds_into_next would fold, all feeding nothing but the contraction's
+    operands: they open its kernel, where lamina-tile-cpu reads them as views of the kernel's
+    arguments, instead of a kernel of their own that copies them (reshape_epilogues)."""
+    views = {}
+    for i, contraction in enumerate(ops):
+        if op_kind(contraction.name) != "contraction":
+            continue
+        j = i - 1
+        while j >= 0:
+            op = ops[j]
+            users = [_operation(u.owner) for r in op.results for u in r.uses]
+            if op.name == "lamina.transpose":
+                ok = _folds_into_next(op, contraction)
+            elif op.name == "lamina.reshape":
+                source = op.operands[0]
+                ok = (not isinstance(source, ir.OpResult) or _operation(source.owner).name != "lamina.transpose") \
+                    and bool(users) and all(u == _operation(contraction) for u in users)
+            else:
+                ok = False
+            if not ok:
+                break
+            j -= 1
+        if j + 1 < i:
+            views[j + 1] = i
+    return views
+
+
+def _trailing_reshape(op, kernel: int) -> bool:
+    """A static reshape that only splits or only merges dims, of a value the current kernel
+    computes: the kernel can write its result through it (reshape_epilogues)."""
+    if op.name != "lamina.reshape":
+        return False
+    x = op.operands[0]
+    if not isinstance(x, ir.OpResult) or _kernel_id(_operation(x.owner)) != kernel:
+        return False
+    src, dst = (ir.RankedTensorType(v.type) for v in (x, op.results[0]))
+    if any(t.is_dynamic_dim(i) for t in (src, dst) for i in range(t.rank)):
+        return False
+    return _regroups(list(src.shape), list(dst.shape)) or _regroups(list(dst.shape), list(src.shape))
+
+
+def _regroups(fine: list[int], coarse: list[int]) -> bool:
+    """Whether every dim of `coarse` is the product of a run of consecutive dims of `fine`,
+    the runs in order and covering it (a collapse_shape from `fine`; an expand_shape back)."""
+    i = 0
+    for d in coarse:
+        size, start = 1, i
+        while i < len(fine) and (i == start or size < d):
+            size *= fine[i]
+            i += 1
+        if size != d:
+            return False
+    while i < len(fine) and fine[i] == 1:   # unit dims after the last run join it
+        i += 1
+    return i == len(fine)
 
 
 # A symbolic size counts as this many in the size-based decisions (folding a transpose into
@@ -279,7 +356,8 @@ def _complete_user_labels(ops: list[ir.Operation]) -> int:
 
 @register_pass("lamina-fuse", level="L2",
                description="group lamina ops into kernels, recorded as `lamina.kernel = N` on each op (existing labels win); "
-                           "attention=1: attention chains as one kernel")
-def fuse(module: ir.Module, attention=False, **options) -> None:
+                           "attention=1: attention chains as one kernel; reshape_epilogues=1: a reshape of a "
+                           "contraction's result ends its kernel")
+def fuse(module: ir.Module, attention=False, reshape_epilogues=False, **options) -> None:
     for func_op in graph_functions(module):
-        fuse_function(func_op, attention=bool(int(attention)))
+        fuse_function(func_op, attention=bool(int(attention)), reshape_epilogues=bool(int(reshape_epilogues)))

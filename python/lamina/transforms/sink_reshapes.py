@@ -1,0 +1,152 @@
+"""lamina-sink-reshapes (L1): move a reshape of a contraction's result below the pointwise
+ops that read it, so that a matmul's epilogue stays in the matmul's shape.
+
+`F.gelu(linear(x))` on a [B, T, K] input imports as
+
+    %m = "lamina.matmul"(%x2, %wt)  : (tensor<256x256xf32>, ...) -> tensor<256x1024xf32>
+    %a = "lamina.add"(%m, %b)       : -> tensor<256x1024xf32>
+    %r = "lamina.reshape"(%a)       : -> tensor<2x128x1024xf32>
+    %g = "lamina.gelu"(%r)          : -> tensor<2x128x1024xf32>
+
+lamina-fuse ends a contraction's kernel at data movement (the reshape), so the GELU ran as a
+kernel of its own, one more pass over the activations (and, where such a kernel only
+reshapes a graph output, a copy). This pass rewrites it to
+
+    %g2 = "lamina.gelu"(%a)         : -> tensor<256x1024xf32>
+    %g = "lamina.reshape"(%g2)      : -> tensor<2x128x1024xf32>
+
+and the GELU joins the matmul's epilogue. A pointwise op (unary, arithmetic, where) reading
+`reshape(%v)`, with %v computed from a contraction, moves when each of its other operands
+is a scalar, has exactly the reshaped shape (it is reshaped the same way: a view), or
+broadcasts only along trailing dims the reshape keeps (a bias [1024] above). Static shapes
+only. Iterated to a fixpoint: chains move op by op; lamina-canonicalize then folds the
+reshape pairs this leaves (reshape(reshape(v)) -> v).
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from ..dialect import infer, ops
+from .common import in_module_context, reject_options
+from .fusion import CONTRACTION_OPS, graph_functions, lamina_ops
+from .registry import register_pass
+
+_POINTWISE = set(infer.UNARY_OPS) | set(infer.ARITH_BINARY_OPS) | {"where"}
+
+
+def _static_shape(v: ir.Value) -> list[int] | None:
+    if not isinstance(v.type, ir.RankedTensorType):
+        return None
+    t = ir.RankedTensorType(v.type)
+    return None if any(t.is_dynamic_dim(i) for i in range(t.rank)) else list(t.shape)
+
+
+def _common_suffix(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    return n
+
+
+def _owner(v: ir.Value):
+    return v.owner.operation if isinstance(v, ir.OpResult) else None
+
+
+def _from_contraction(v: ir.Value, memo: dict) -> bool:
+    """Whether `v` is computed (through pointwise ops and reshapes) from a contraction."""
+    op = _owner(v)
+    if op is None or not op.name.startswith("lamina."):
+        return False
+    if op in memo:
+        return memo[op]
+    memo[op] = False   # (acyclic: a placeholder while the operands are visited)
+    name = op.name.removeprefix("lamina.")
+    found = name in CONTRACTION_OPS or (
+        (name in _POINTWISE or name in ("reshape", "cast")) and any(_from_contraction(x, memo) for x in op.operands))
+    memo[op] = found
+    return found
+
+
+def _sink_one(op, memo: dict) -> bool:
+    name = op.name.removeprefix("lamina.")
+    if name not in _POINTWISE or len(op.results) != 1:
+        return False
+    out_shape = _static_shape(op.results[0])
+    if out_shape is None:
+        return False
+    reshaped = [i for i, x in enumerate(op.operands)
+                if _owner(x) is not None and _owner(x).name == "lamina.reshape" and _static_shape(x) == out_shape
+                and _static_shape(_owner(x).operands[0]) is not None
+                and _from_contraction(_owner(x).operands[0], memo)]
+    if not reshaped:
+        return False
+    source = _owner(op.operands[reshaped[0]]).operands[0]
+    inner_shape = _static_shape(source)
+    if inner_shape == out_shape:
+        return False
+    keep = _common_suffix(inner_shape, out_shape)
+    operands = []
+    for i, x in enumerate(op.operands):
+        shape = _static_shape(x)
+        if i in reshaped:
+            inner = _owner(x).operands[0]
+            if _static_shape(inner) != inner_shape:
+                return False
+            operands.append(inner)
+        elif shape is None:
+            return False
+        elif shape == out_shape:
+            operands.append(None)   # reshaped below, once the op is known to move
+        elif len(shape) <= keep or all(d == 1 for d in shape[:len(shape) - keep]):
+            operands.append(x)      # a scalar, or broadcast along the kept trailing dims only
+        else:
+            return False
+    element = ir.RankedTensorType(op.results[0].type).element_type
+    with ir.InsertionPoint(op), op.location:
+        moved = []
+        for x, new in zip(op.operands, operands):
+            if new is None:
+                new = ops.build("reshape", [x], result_type=ir.RankedTensorType.get(inner_shape, ir.RankedTensorType(
+                    x.type).element_type))
+            moved.append(new)
+        named = [op.attributes[i] for i in range(len(op.attributes))]
+        attributes = {a.name: a.attr for a in named if a.name != "lamina.kernel"}
+        inner_op = ir.Operation.create(op.name, results=[ir.RankedTensorType.get(inner_shape, element)],
+                                       operands=moved, attributes=attributes)
+        if ops.infer_for(inner_op) != inner_op.results[0].type:
+            inner_op.erase()
+            return False
+        back = ops.build("reshape", [inner_op.results[0]], result_type=op.results[0].type)
+    dropped = [_owner(op.operands[i]) for i in reshaped]
+    op.results[0].replace_all_uses_with(back)
+    op.erase()
+    for old in dict.fromkeys(dropped):   # the reshapes only this op read
+        if not any(True for _ in old.results[0].uses):
+            old.erase()
+    return True
+
+
+@in_module_context
+def sink_reshapes(module: ir.Module) -> int:
+    """Rewrite to a fixpoint; returns how many ops moved."""
+    moved = 0
+    for func_op in graph_functions(module):
+        while True:
+            memo: dict = {}
+            changed = 0
+            for op in lamina_ops(func_op):
+                if _sink_one(op, memo):
+                    changed += 1
+                    memo = {}
+            if not changed:
+                break
+            moved += changed
+    return moved
+
+
+@register_pass("lamina-sink-reshapes", level="L1",
+               description="move reshapes of a contraction's result below the pointwise ops reading them "
+                           "(the ops join the contraction's epilogue)")
+def run(module: ir.Module, **options) -> None:
+    reject_options(options)
+    sink_reshapes(module)
