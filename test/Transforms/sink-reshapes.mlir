@@ -52,3 +52,20 @@ func.func @stays(%x: tensor<6x4xf32>, %w: tensor<4x5xf32>, %p: tensor<2x1x5xf32>
   %e = "lamina.exp"(%x3) : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %s, %e : tensor<2x3x5xf32>, tensor<2x3x4xf32>
 }
+
+// -----
+
+// An attention score expression stays in the softmax's shape (the cuda target's flash
+// programs read the mask there), so the scaling and the mask keep their [2, 4, 8, 8] form.
+// CHECK-LABEL: func.func @scores
+// CHECK:       %[[S:.*]] = "lamina.reshape"(%{{.*}}) : (tensor<8x8x8xf32>) -> tensor<2x4x8x8xf32>
+// CHECK:       %[[D:.*]] = "lamina.div"(%[[S]], %{{.*}}) : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+// CHECK:       "lamina.softmax"(%[[D]])
+func.func @scores(%q: tensor<8x8x4xf32>, %k: tensor<8x4x8xf32>) -> tensor<2x4x8x8xf32> attributes {lamina.graph} {
+  %c = "lamina.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
+  %s = "lamina.matmul"(%q, %k) : (tensor<8x8x4xf32>, tensor<8x4x8xf32>) -> tensor<8x8x8xf32>
+  %s4 = "lamina.reshape"(%s) : (tensor<8x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %d = "lamina.div"(%s4, %c) : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %p = "lamina.softmax"(%d) {dim = 3 : i64} : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  return %p : tensor<2x4x8x8xf32>
+}

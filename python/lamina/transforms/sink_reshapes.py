@@ -19,7 +19,8 @@ and the GELU joins the matmul's epilogue. A pointwise op (unary, arithmetic, whe
 `reshape(%v)`, with %v computed from a contraction, moves when each of its other operands
 is a scalar, has exactly the reshaped shape (it is reshaped the same way: a view), or
 broadcasts only along trailing dims the reshape keeps (a bias [1024] above). Static shapes
-only. Iterated to a fixpoint: chains move op by op; lamina-canonicalize then folds the
+only; not an op whose result reaches a softmax (an attention score expression keeps the
+softmax's shape). Iterated to a fixpoint: chains move op by op; lamina-canonicalize then folds the
 reshape pairs this leaves (reshape(reshape(v)) -> v).
 """
 from __future__ import annotations
@@ -67,9 +68,26 @@ def _from_contraction(v: ir.Value, memo: dict) -> bool:
     return found
 
 
+def _feeds_softmax(v: ir.Value, depth: int = 0) -> bool:
+    """Whether `v` reaches a softmax through pointwise ops and reshapes: an attention score
+    expression, which stays in the softmax's shape (the cuda target's flash-attention
+    programs read its mask there: their key-block skipping; the CPU runs it in the softmax's
+    kernel either way)."""
+    if depth > 64:
+        return True
+    for use in v.uses:
+        user = use.owner
+        name = user.name.removeprefix("lamina.") if user.name.startswith("lamina.") else None
+        if name in ("softmax", "log_softmax"):
+            return True
+        if (name in _POINTWISE or name in ("reshape", "cast")) and _feeds_softmax(user.results[0], depth + 1):
+            return True
+    return False
+
+
 def _sink_one(op, memo: dict) -> bool:
     name = op.name.removeprefix("lamina.")
-    if name not in _POINTWISE or len(op.results) != 1:
+    if name not in _POINTWISE or len(op.results) != 1 or _feeds_softmax(op.results[0]):
         return False
     out_shape = _static_shape(op.results[0])
     if out_shape is None:
