@@ -356,8 +356,8 @@ def _complete_user_labels(ops: list[ir.Operation]) -> int:
 
 @register_pass("lamina-fuse", level="L2",
                description="group lamina ops into kernels, recorded as `lamina.kernel = N` on each op (existing labels win); "
-                           "attention=1: attention chains as one kernel; reshape_epilogues=1: a reshape of a "
-                           "contraction's result ends its kernel")
+                           "attention=1: attention chains as one kernel; reshape_epilogues=1: reshapes of a "
+                           "contraction's operands open its kernel and a reshape of its result ends it")
 def fuse(module: ir.Module, attention=False, reshape_epilogues=False, **options) -> None:
     for func_op in graph_functions(module):
         fuse_function(func_op, attention=bool(int(attention)), reshape_epilogues=bool(int(reshape_epilogues)))

@@ -68,26 +68,29 @@ def _from_contraction(v: ir.Value, memo: dict) -> bool:
     return found
 
 
-def _feeds_softmax(v: ir.Value, depth: int = 0) -> bool:
+def _feeds_softmax(v: ir.Value, memo: dict) -> bool:
     """Whether `v` reaches a softmax through pointwise ops and reshapes: an attention score
     expression, which stays in the softmax's shape (the cuda target's flash-attention
     programs read its mask there: their key-block skipping; the CPU runs it in the softmax's
     kernel either way)."""
-    if depth > 64:
-        return True
     for use in v.uses:
         user = use.owner
+        user = getattr(user, "operation", user)
         name = user.name.removeprefix("lamina.") if user.name.startswith("lamina.") else None
         if name in ("softmax", "log_softmax"):
             return True
-        if (name in _POINTWISE or name in ("reshape", "cast")) and _feeds_softmax(user.results[0], depth + 1):
-            return True
+        if name in _POINTWISE or name in ("reshape", "cast"):
+            if user not in memo:
+                memo[user] = False   # (acyclic: a placeholder while its users are visited)
+                memo[user] = _feeds_softmax(user.results[0], memo)
+            if memo[user]:
+                return True
     return False
 
 
-def _sink_one(op, memo: dict) -> bool:
+def _sink_one(op, memo: dict, softmax_memo: dict) -> bool:
     name = op.name.removeprefix("lamina.")
-    if name not in _POINTWISE or len(op.results) != 1 or _feeds_softmax(op.results[0]):
+    if name not in _POINTWISE or len(op.results) != 1:
         return False
     out_shape = _static_shape(op.results[0])
     if out_shape is None:
@@ -96,7 +99,7 @@ def _sink_one(op, memo: dict) -> bool:
                 if _owner(x) is not None and _owner(x).name == "lamina.reshape" and _static_shape(x) == out_shape
                 and _static_shape(_owner(x).operands[0]) is not None
                 and _from_contraction(_owner(x).operands[0], memo)]
-    if not reshaped:
+    if not reshaped or _feeds_softmax(op.results[0], softmax_memo):
         return False
     source = _owner(op.operands[reshaped[0]]).operands[0]
     inner_shape = _static_shape(source)
@@ -151,11 +154,12 @@ def sink_reshapes(module: ir.Module) -> int:
     for func_op in graph_functions(module):
         while True:
             memo: dict = {}
+            softmax_memo: dict = {}
             changed = 0
             for op in lamina_ops(func_op):
-                if _sink_one(op, memo):
+                if _sink_one(op, memo, softmax_memo):
                     changed += 1
-                    memo = {}
+                    memo, softmax_memo = {}, {}
             if not changed:
                 break
             moved += changed
