@@ -67,7 +67,9 @@ class PendingCompile:
 
     def _run(self, request: dict) -> None:
         try:
-            self._reply = get_pool().compile(request)
+            reply = self._reply = get_pool().compile(request)
+            if self._store is not None:   # (cached even if the graph is never called)
+                self._store.put(self._key, {"artifact": reply["artifact"], "plan": reply["plan"]})
         except Exception as e:  # noqa: BLE001 - raised again by result(), in the caller's thread
             self._error = e
         self.done_at = time.perf_counter()
@@ -96,8 +98,6 @@ class PendingCompile:
             result.stage_seconds = dict(reply["stage_seconds"])
             result.worker = reply["worker"]
             payload = self._payload = {"artifact": reply["artifact"], "plan": reply["plan"]}
-            if self._store is not None:
-                self._store.put(self._key, payload)
         t1 = time.perf_counter()
         library = load_artifact(self.target, self.target_options, payload["artifact"], self.dump_dir, self.graph_name)
         result.plan = payload["plan"]
