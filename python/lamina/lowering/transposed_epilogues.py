@@ -212,6 +212,15 @@ def _identity_memref(v: ir.Value) -> bool:
     return isinstance(t.layout, ir.AffineMapAttr) and t.layout.value == ir.AffineMap.get_identity(t.rank)
 
 
+def _reshape_view(buffer: ir.Value, shape, reassociation, collapse: bool) -> ir.Value:
+    """memref.collapse_shape (collapse) or memref.expand_shape of `buffer` to `shape`."""
+    t = ir.MemRefType(buffer.type)
+    view_t = ir.MemRefType.get(shape, t.element_type, memory_space=t.memory_space)
+    if collapse:
+        return memref.collapse_shape(view_t, buffer, reassociation)
+    return memref.expand_shape(view_t, buffer, reassociation, [], ir.DenseI64ArrayAttr.get(shape))
+
+
 def store_through_reshapes(func_op) -> int:
     """materialize_in_destination(expand_shape(%v), %out) -> materialize_in_destination(%v,
     memref.collapse_shape(%out)) (and a collapse_shape through an expand_shape view) for a
@@ -230,14 +239,9 @@ def store_through_reshapes(func_op) -> int:
         inner_t = ir.RankedTensorType(inner.type)
         if any(inner_t.is_dynamic_dim(i) for i in range(inner_t.rank)) and reshape.name == "tensor.collapse_shape":
             continue
-        view_t = ir.MemRefType.get(inner_t.shape, ir.MemRefType(dest.type).element_type,
-                                   memory_space=ir.MemRefType(dest.type).memory_space)
-        with ir.InsertionPoint(op), op.location:
-            if reshape.name == "tensor.expand_shape":
-                view = memref.collapse_shape(view_t, dest, reshape.attributes["reassociation"])
-            else:
-                view = memref.expand_shape(view_t, dest, reshape.attributes["reassociation"], [],
-                                           ir.DenseI64ArrayAttr.get(inner_t.shape))
+        with ir.InsertionPoint(op), op.location:   # the inverse of the tensor reshape
+            view = _reshape_view(dest, inner_t.shape, reshape.attributes["reassociation"],
+                                 collapse=reshape.name == "tensor.expand_shape")
         op.operands[0] = inner
         op.operands[1] = view
         reshape.erase()
@@ -266,15 +270,9 @@ def reshape_arguments_as_views(func_op) -> int:
         result_t = ir.RankedTensorType(op.results[0].type)
         if any(result_t.is_dynamic_dim(i) for i in range(result_t.rank)):
             continue
-        buffer = to_tensor.operands[0]
-        view_t = ir.MemRefType.get(result_t.shape, result_t.element_type,
-                                   memory_space=ir.MemRefType(buffer.type).memory_space)
-        with ir.InsertionPoint(op), op.location:
-            if op.name == "tensor.collapse_shape":
-                view = memref.collapse_shape(view_t, buffer, op.attributes["reassociation"])
-            else:
-                view = memref.expand_shape(view_t, buffer, op.attributes["reassociation"], [],
-                                           ir.DenseI64ArrayAttr.get(result_t.shape))
+        with ir.InsertionPoint(op), op.location:   # the same reshape, of the buffer
+            view = _reshape_view(to_tensor.operands[0], result_t.shape, op.attributes["reassociation"],
+                                 collapse=op.name == "tensor.collapse_shape")
             value = bufferization.to_tensor(result_t, view, restrict=True)
         op.results[0].replace_all_uses_with(value)
         op.erase()

@@ -35,6 +35,7 @@ import math
 from mlir import ir
 
 from ..dialect import infer
+from .common import defining_lamina, defining_op
 from .registry import register_pass
 
 KERNEL_ATTR = "lamina.kernel"
@@ -170,12 +171,11 @@ def _operand_views(ops: list[ir.Operation]) -> dict[int, int]:
         j = i - 1
         while j >= 0:
             op = ops[j]
-            users = [_operation(u.owner) for r in op.results for u in r.uses]
             if op.name == "lamina.transpose":
                 ok = _folds_into_next(op, contraction)
             elif op.name == "lamina.reshape":
-                source = op.operands[0]
-                ok = (not isinstance(source, ir.OpResult) or _operation(source.owner).name != "lamina.transpose") \
+                users = [_operation(u.owner) for u in op.results[0].uses]
+                ok = defining_lamina(op.operands[0], "transpose") is None \
                     and bool(users) and all(u == _operation(contraction) for u in users)
             else:
                 ok = False
@@ -193,7 +193,7 @@ def _trailing_reshape(op, kernel: int) -> bool:
     if op.name != "lamina.reshape":
         return False
     x = op.operands[0]
-    if not isinstance(x, ir.OpResult) or _kernel_id(_operation(x.owner)) != kernel:
+    if defining_op(x) is None or _kernel_id(defining_op(x)) != kernel:
         return False
     src, dst = (ir.RankedTensorType(v.type) for v in (x, op.results[0]))
     if any(t.is_dynamic_dim(i) for t in (src, dst) for i in range(t.rank)):

@@ -28,7 +28,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ..dialect import infer, ops
-from .common import in_module_context, reject_options
+from .common import defining_lamina, defining_op, in_module_context, reject_options
 from .fusion import CONTRACTION_OPS, graph_functions, lamina_ops
 from .registry import register_pass
 
@@ -49,13 +49,9 @@ def _common_suffix(a: list[int], b: list[int]) -> int:
     return n
 
 
-def _owner(v: ir.Value):
-    return v.owner.operation if isinstance(v, ir.OpResult) else None
-
-
 def _from_contraction(v: ir.Value, memo: dict) -> bool:
     """Whether `v` is computed (through pointwise ops and reshapes) from a contraction."""
-    op = _owner(v)
+    op = defining_op(v)
     if op is None or not op.name.startswith("lamina."):
         return False
     if op in memo:
@@ -96,12 +92,12 @@ def _sink_one(op, memo: dict, softmax_memo: dict) -> bool:
     if out_shape is None:
         return False
     reshaped = [i for i, x in enumerate(op.operands)
-                if _owner(x) is not None and _owner(x).name == "lamina.reshape" and _static_shape(x) == out_shape
-                and _static_shape(_owner(x).operands[0]) is not None
-                and _from_contraction(_owner(x).operands[0], memo)]
+                if defining_lamina(x, "reshape") is not None and _static_shape(x) == out_shape
+                and _static_shape(defining_op(x).operands[0]) is not None
+                and _from_contraction(defining_op(x).operands[0], memo)]
     if not reshaped or _feeds_softmax(op.results[0], softmax_memo):
         return False
-    source = _owner(op.operands[reshaped[0]]).operands[0]
+    source = defining_op(op.operands[reshaped[0]]).operands[0]
     inner_shape = _static_shape(source)
     if inner_shape == out_shape:
         return False
@@ -110,7 +106,7 @@ def _sink_one(op, memo: dict, softmax_memo: dict) -> bool:
     for i, x in enumerate(op.operands):
         shape = _static_shape(x)
         if i in reshaped:
-            inner = _owner(x).operands[0]
+            inner = defining_op(x).operands[0]
             if _static_shape(inner) != inner_shape:
                 return False
             operands.append(inner)
@@ -138,7 +134,7 @@ def _sink_one(op, memo: dict, softmax_memo: dict) -> bool:
             inner_op.erase()
             return False
         back = ops.build("reshape", [inner_op.results[0]], result_type=op.results[0].type)
-    dropped = [_owner(op.operands[i]) for i in reshaped]
+    dropped = [defining_op(op.operands[i]) for i in reshaped]
     op.results[0].replace_all_uses_with(back)
     op.erase()
     for old in dict.fromkeys(dropped):   # the reshapes only this op read
