@@ -110,6 +110,23 @@ def test_a_python_error_in_the_worker_is_a_compile_failure(monkeypatch):
     assert "traceback" in lb.last_report()["error"].lower()
 
 
+def _wait_until_dead(pid: int, timeout: float = 30.0) -> None:
+    """Until the killed process `pid` is a zombie or gone (Linux /proc): SIGKILL takes effect
+    only when a process leaves uninterruptible sleep, and until then the pool sees it alive."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.01)
+
+
 def test_a_killed_worker_is_replaced(monkeypatch):
     monkeypatch.setenv("LAMINA_CACHE", "0")
     assert compile_and_run() == []
@@ -118,6 +135,8 @@ def test_a_killed_worker_is_replaced(monkeypatch):
     assert pids
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        _wait_until_dead(pid)   # (a worker in the middle of reading its imports dies late)
     torch._dynamo.reset()
     assert compile_and_run() == []   # a new worker compiled it
     assert lb.last_report()["compiled_in"] == "worker" and lb.last_report()["ops_compiled"] > 0
