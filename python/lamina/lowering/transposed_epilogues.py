@@ -270,6 +270,8 @@ def reshape_arguments_as_views(func_op) -> int:
         result_t = ir.RankedTensorType(op.results[0].type)
         if any(result_t.is_dynamic_dim(i) for i in range(result_t.rank)):
             continue
+        if any("lamina.conv" in use.owner.attributes for use in op.results[0].uses):
+            continue   # a grouped convolution's [N, G, Cg, *S] input: its channels-last rewrite reads the expand
         with ir.InsertionPoint(op), op.location:   # the same reshape, of the buffer
             view = _reshape_view(to_tensor.operands[0], result_t.shape, op.attributes["reassociation"],
                                  collapse=op.name == "tensor.collapse_shape")
