@@ -6,7 +6,7 @@ compared with eager's; the ops that fell back are listed (LAMINA_REPORT). One JS
 program in OUT; a driver restarts the runner past a program that kills it.
 
     python tools/kernelbench_gpu.py OUT.jsonl KERNELBENCH_DIR/level1 [--range 0:50]
-        [--dtype bfloat16] [--max-elems 16777216] [--no-inductor]
+        [--only 19,35] [--dtype bfloat16] [--max-elems 16777216] [--no-inductor]
 
 Summarize with `python tools/kernelbench_gpu.py --summary OUT.jsonl`."""
 import importlib
@@ -63,6 +63,19 @@ def run_program(path: str, dtype, max_elems: int, inductor: bool) -> dict:
     rec["shapes"] = [list(x.shape) for x in xs if torch.is_tensor(x)]
     flat = lambda o: [o] if torch.is_tensor(o) else [t for x in o for t in flat(x)] if isinstance(o, (tuple, list)) else []
 
+    def kernel_ms(fn):
+        """The GPU's own time per call: the kernels' durations summed (torch.profiler), without
+        the gaps a slow host leaves between them (do_bench's events include those)."""
+        if device != "cuda":
+            return None
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(5):
+                fn(*xs)
+            torch.cuda.synchronize()
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        return sum(e.time_range.elapsed_us() for e in kernels) / 5 / 1e3
+
     def bench(fn):
         if device == "cuda":
             import triton.testing
@@ -77,6 +90,7 @@ def run_program(path: str, dtype, max_elems: int, inductor: bool) -> dict:
     with torch.no_grad():
         ref = flat(model(*xs))
         rec["eager_ms"] = bench(model)
+        rec["eager_kernel_ms"] = kernel_ms(model)
         backends = [("lamina", "lamina")] + ([("inductor", "inductor")] if inductor else [])
         for name, backend in backends:
             torch._dynamo.reset()
@@ -88,6 +102,7 @@ def run_program(path: str, dtype, max_elems: int, inductor: bool) -> dict:
             torch.cuda.synchronize() if device == "cuda" else None
             rec[f"{name}_compile_s"] = round(time.time() - t, 2)
             rec[f"{name}_ms"] = bench(fn)
+            rec[f"{name}_kernel_ms"] = kernel_ms(fn)
             if name == "lamina":
                 tol = 1e-2 if dtype == torch.float32 else 5e-2
                 ok, worst = True, 0.0
@@ -127,8 +142,9 @@ def runner(out: str, paths: list[str], dtype_name: str, max_elems: int, inductor
 
 def summary(out: str) -> None:
     rows = [json.loads(line) for line in open(out)]
-    print("| program | dtype | shapes | eager ms | Inductor ms | lamina ms | eager/ind | eager/lam | lam vs ind | fallback | ok |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+    print("| program | dtype | shapes | eager ms | Inductor ms | lamina ms | eager/ind | eager/lam | lam vs ind | "
+          "kernel ms e/I/l | fallback | ok |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---|")
     ri, rl, rv = [], [], []
     for r in rows:
         if "error" in r:
@@ -141,6 +157,7 @@ def summary(out: str) -> None:
             rv.append(i / l)
         print(f"| {r['program'][:40]} | {r['dtype']} | {r['shapes'][0] if r['shapes'] else ''} | {e:.4g} | "
               f"{i and f'{i:.4g}'} | {l:.4g} | {i and f'{e / i:.2f}x'} | {e / l:.2f}x | {i and f'{i / l:.2f}x'} | "
+              f"{'/'.join('%.4g' % r[k] if r.get(k) is not None else '-' for k in ('eager_kernel_ms', 'inductor_kernel_ms', 'lamina_kernel_ms'))} | "
               f"{','.join(r['fallback_ops'])} | {'ok' if r['ok'] else 'BAD %.2g' % r['worst']} |")
     gm = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
     print(f"\ngeomean: eager/inductor {gm(ri):.3f}x ({len(ri)}), eager/lamina {gm(rl):.3f}x ({len(rl)}), "
@@ -158,6 +175,9 @@ def main() -> None:
     opt = lambda name, default: sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
     lo, hi = (int(v) if v else None for v in opt("--range", ":").split(":"))
     paths = programs(folder)[lo:hi]
+    if "--only" in sys.argv:   # program numbers: --only 19,35
+        only = set(opt("--only", "").split(","))
+        paths = [p for p in paths if os.path.basename(p).split("_")[0] in only]
     cfg = {"out": out, "dtype": opt("--dtype", "float32"), "max_elems": int(opt("--max-elems", 1 << 24)),
            "inductor": "--no-inductor" not in sys.argv}
     done = {json.loads(line)["program"] for line in open(out)} if os.path.exists(out) else set()

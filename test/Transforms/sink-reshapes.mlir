@@ -69,3 +69,30 @@ func.func @scores(%q: tensor<8x8x4xf32>, %k: tensor<8x4x8xf32>) -> tensor<2x4x8x
   %p = "lamina.softmax"(%d) {dim = 3 : i64} : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
   return %p : tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// A group norm's normalized [N, G, C/G, H*W] reshaped to [N, C, H, W]: the affine and the
+// clamp after it move into the grouped shape, the per-channel weight [1, C, 1, 1] viewed
+// [1, G, C/G, 1] (it spans the merged channels, and is broadcast along the spatial group).
+// A per-position operand [1, 1, H, W] is broadcast along the channels and spans the whole
+// spatial group (H*W <- H, W): it is viewed [1, 1, 1, H*W].
+// CHECK-LABEL: func.func @group_norm
+// CHECK:       %[[N:.*]] = "lamina.mul"({{.*}}) : (tensor<2x2x2x9xf32>, tensor<2x2x1x1xf32>) -> tensor<2x2x2x9xf32>
+// CHECK:       %[[W:.*]] = "lamina.reshape"(%arg1) : (tensor<1x4x1x1xf32>) -> tensor<1x2x2x1xf32>
+// CHECK:       %[[A:.*]] = "lamina.mul"(%[[N]], %[[W]]) : (tensor<2x2x2x9xf32>, tensor<1x2x2x1xf32>) -> tensor<2x2x2x9xf32>
+// CHECK:       %[[P:.*]] = "lamina.reshape"(%arg2) : (tensor<1x1x3x3xf32>) -> tensor<1x1x1x9xf32>
+// CHECK:       %[[B:.*]] = "lamina.add"(%[[A]], %[[P]]) : (tensor<2x2x2x9xf32>, tensor<1x1x1x9xf32>) -> tensor<2x2x2x9xf32>
+// CHECK:       %[[R:.*]] = "lamina.reshape"(%[[B]]) : (tensor<2x2x2x9xf32>) -> tensor<2x4x3x3xf32>
+// CHECK:       return %[[R]]
+func.func @group_norm(%x: tensor<2x4x3x3xf32>, %w: tensor<1x4x1x1xf32>, %pos: tensor<1x1x3x3xf32>) -> tensor<2x4x3x3xf32> attributes {lamina.graph} {
+  %xg = "lamina.reshape"(%x) : (tensor<2x4x3x3xf32>) -> tensor<2x2x18xf32>
+  %m = "lamina.reduce_mean"(%xg) {dims = array<i64: 2>, keepdim = true} : (tensor<2x2x18xf32>) -> tensor<2x2x1xf32>
+  %m4 = "lamina.reshape"(%m) : (tensor<2x2x1xf32>) -> tensor<2x2x1x1xf32>
+  %x4 = "lamina.reshape"(%x) : (tensor<2x4x3x3xf32>) -> tensor<2x2x2x9xf32>
+  %n = "lamina.mul"(%x4, %m4) : (tensor<2x2x2x9xf32>, tensor<2x2x1x1xf32>) -> tensor<2x2x2x9xf32>
+  %y = "lamina.reshape"(%n) : (tensor<2x2x2x9xf32>) -> tensor<2x4x3x3xf32>
+  %a = "lamina.mul"(%y, %w) : (tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>) -> tensor<2x4x3x3xf32>
+  %b = "lamina.add"(%a, %pos) : (tensor<2x4x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<2x4x3x3xf32>
+  return %b : tensor<2x4x3x3xf32>
+}

@@ -27,6 +27,7 @@ import os
 import pickle
 import struct
 import sys
+import threading
 import time
 import traceback
 
@@ -114,7 +115,23 @@ def _warm_up() -> None:
         ExecutionEngine(module, opt_level=0, enable_pic=True).raw_lookup("_mlir_ciface_lamina_warm_up")
 
 
+def _exit_with_parent() -> None:
+    """A daemon thread that ends this worker once the process that started it is gone (it
+    is re-parented): a compile that never finishes must not outlive the user's program
+    (PR_SET_PDEATHSIG would fire when the *thread* that started the worker ends, and the
+    pool starts workers from background threads)."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="lamina-parent-watch", daemon=True).start()
+
+
 def main() -> int:
+    _exit_with_parent()
     out = os.dup(1)
     os.dup2(2, 1)   # stray prints go to the log, not into the protocol
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))   # as compile_fx does

@@ -18,8 +18,13 @@ reshapes a graph output, a copy). This pass rewrites it to
 and the GELU joins the matmul's epilogue. A pointwise op (unary, arithmetic, where) reading
 `reshape(%v)`, with %v computed from a contraction, moves when each of its other operands
 is a scalar, has exactly the reshaped shape (it is reshaped the same way: a view), or
-broadcasts only along trailing dims the reshape keeps (a bias [1024] above). Static shapes
-only; not an op whose result reaches a softmax (an attention score expression keeps the
+broadcasts only along trailing dims the reshape keeps (a bias [1024] above), or is itself
+reshaped to the inner shape: where the reshape splits or merges whole groups of dims, an
+operand that is either broadcast along a group or spans all of it (a [C] weight of a group
+norm whose [N, G, C/G, H, W] result is reshaped to [N, C, H, W]: the weight viewed
+[1, G, C/G, 1, 1]). The same holds for a reshape of a reduction's result (a normalization:
+its epilogue then runs one row per statistic, not one per element). Static shapes only;
+not an op whose result reaches a softmax (an attention score expression keeps the
 softmax's shape). Iterated to a fixpoint: chains move op by op; lamina-canonicalize then folds the
 reshape pairs this leaves (reshape(reshape(v)) -> v).
 """
@@ -49,39 +54,131 @@ def _common_suffix(a: list[int], b: list[int]) -> int:
     return n
 
 
+def _dim_groups(inner: list[int], outer: list[int]) -> list | None:
+    """The reshape inner -> outer as pairs (inner dims, outer dims) of equal products, in
+    order (size-1 dims join the group before them); None where the sizes do not pair up
+    (or a size is 0)."""
+    if 0 in inner or 0 in outer or not inner or not outer:
+        return None
+    groups, i, j = [], 0, 0
+    while i < len(inner) and j < len(outer):
+        gi, go, pi, po = [i], [j], inner[i], outer[j]
+        i, j = i + 1, j + 1
+        while pi != po:
+            if pi < po and i < len(inner):
+                pi, i = pi * inner[i], i + 1
+                gi.append(i - 1)
+            elif po < pi and j < len(outer):
+                po, j = po * outer[j], j + 1
+                go.append(j - 1)
+            else:
+                return None
+        groups.append((gi, go))
+    for k in range(i, len(inner)):
+        if inner[k] != 1:
+            return None
+        groups[-1][0].append(k)
+    for k in range(j, len(outer)):
+        if outer[k] != 1:
+            return None
+        groups[-1][1].append(k)
+    return groups
+
+
+def _grouped_shape(shape: list[int], inner: list[int], outer: list[int]) -> list[int] | None:
+    """The inner-shaped view of an operand of `shape` broadcast to `outer`: per group of the
+    reshape, the operand is 1 along all of it (stays 1s) or spans all of it (takes the
+    inner sizes); None otherwise."""
+    groups = _dim_groups(inner, outer)
+    if groups is None or len(shape) > len(outer):
+        return None
+    aligned = [1] * (len(outer) - len(shape)) + list(shape)
+    out: list[int] = [1] * len(inner)
+    for gi, go in groups:
+        part = [aligned[j] for j in go]
+        if all(d == 1 for d in part):
+            continue
+        if part != [outer[j] for j in go]:
+            return None
+        for k in gi:
+            out[k] = inner[k]
+    return out
+
+
 def _from_contraction(v: ir.Value, memo: dict) -> bool:
-    """Whether `v` is computed (through pointwise ops and reshapes) from a contraction."""
-    op = defining_op(v)
-    if op is None or not op.name.startswith("lamina."):
+    """Whether `v` is computed (through pointwise ops and reshapes) from a contraction or a
+    reduction. (An explicit stack: a graph's pointwise chains are thousands of ops deep.)"""
+    def lamina_op(x):
+        op = defining_op(x)
+        return op if op is not None and op.name.startswith("lamina.") else None
+
+    def passes(op) -> bool:
+        name = op.name.removeprefix("lamina.")
+        return name in _POINTWISE or name in ("reshape", "cast")
+
+    root = lamina_op(v)
+    if root is None:
         return False
-    if op in memo:
-        return memo[op]
-    memo[op] = False   # (acyclic: a placeholder while the operands are visited)
-    name = op.name.removeprefix("lamina.")
-    found = name in CONTRACTION_OPS or (
-        (name in _POINTWISE or name in ("reshape", "cast")) and any(_from_contraction(x, memo) for x in op.operands))
-    memo[op] = found
-    return found
+    stack = [root]
+    while stack:
+        op = stack[-1]
+        if op in memo:
+            stack.pop()
+            continue
+        name = op.name.removeprefix("lamina.")
+        if name in CONTRACTION_OPS or name in infer.REDUCE_OPS:
+            memo[op] = True
+            stack.pop()
+            continue
+        if not passes(op):
+            memo[op] = False
+            stack.pop()
+            continue
+        pending = [o for o in (lamina_op(x) for x in op.operands) if o is not None and o not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        memo[op] = any(memo.get(lamina_op(x), False) for x in op.operands if lamina_op(x) is not None)
+        stack.pop()
+    return memo[root]
 
 
 def _feeds_softmax(v: ir.Value, memo: dict) -> bool:
     """Whether `v` reaches a softmax through pointwise ops and reshapes: an attention score
     expression, which stays in the softmax's shape (the cuda target's flash-attention
     programs read its mask there: their key-block skipping; the CPU runs it in the softmax's
-    kernel either way)."""
-    for use in v.uses:
-        user = use.owner
-        user = getattr(user, "operation", user)
-        name = user.name.removeprefix("lamina.") if user.name.startswith("lamina.") else None
+    kernel either way). `memo`: op -> whether its result does (an explicit stack, as above)."""
+    def users(x):
+        for use in x.uses:
+            user = use.owner
+            yield getattr(user, "operation", user)
+
+    def kind(op) -> str | None:
+        name = op.name.removeprefix("lamina.") if op.name.startswith("lamina.") else None
         if name in ("softmax", "log_softmax"):
-            return True
-        if name in _POINTWISE or name in ("reshape", "cast"):
-            if user not in memo:
-                memo[user] = False   # (acyclic: a placeholder while its users are visited)
-                memo[user] = _feeds_softmax(user.results[0], memo)
-            if memo[user]:
-                return True
-    return False
+            return "softmax"
+        return "through" if name in _POINTWISE or name in ("reshape", "cast") else None
+
+    if any(kind(u) == "softmax" for u in users(v)):
+        return True
+    stack = [u for u in users(v) if kind(u) == "through" and u not in memo]
+    while stack:
+        op = stack[-1]
+        if op in memo:
+            stack.pop()
+            continue
+        nexts = list(users(op.results[0]))
+        if any(kind(u) == "softmax" for u in nexts):
+            memo[op] = True
+            stack.pop()
+            continue
+        pending = [u for u in nexts if kind(u) == "through" and u not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        memo[op] = any(memo.get(u, False) for u in nexts if kind(u) == "through")
+        stack.pop()
+    return any(memo.get(u, False) for u in users(v) if kind(u) == "through")
 
 
 def _sink_one(op, memo: dict, softmax_memo: dict) -> bool:
@@ -113,18 +210,24 @@ def _sink_one(op, memo: dict, softmax_memo: dict) -> bool:
         elif shape is None:
             return False
         elif shape == out_shape:
+            if _from_contraction(x, memo):
+                # it would read reshape(x) of a computed value after moving: the op could
+                # move back (ping-pong), and nothing is gained
+                return False
             operands.append(None)   # reshaped below, once the op is known to move
         elif len(shape) <= keep or all(d == 1 for d in shape[:len(shape) - keep]):
             operands.append(x)      # a scalar, or broadcast along the kept trailing dims only
+        elif (grouped := _grouped_shape(shape, inner_shape, out_shape)) is not None:
+            operands.append(grouped)   # viewed in the inner shape (reshaped below)
         else:
             return False
     element = ir.RankedTensorType(op.results[0].type).element_type
     with ir.InsertionPoint(op), op.location:
         moved = []
         for x, new in zip(op.operands, operands):
-            if new is None:
-                new = ops.build("reshape", [x], result_type=ir.RankedTensorType.get(inner_shape, ir.RankedTensorType(
-                    x.type).element_type))
+            if new is None or isinstance(new, list):
+                new = ops.build("reshape", [x], result_type=ir.RankedTensorType.get(
+                    inner_shape if new is None else new, ir.RankedTensorType(x.type).element_type))
             moved.append(new)
         named = [op.attributes[i] for i in range(len(op.attributes))]
         attributes = {a.name: a.attr for a in named if a.name != "lamina.kernel"}

@@ -43,6 +43,10 @@ FORWARD = [
     ("transposed_groups_dilation", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, groups=2, dilation=2),
      [(2, 4, 5, 5), (4, 3, 2, 2), (6,)]),
     ("transposed_1d", lambda x, w: F.conv_transpose1d(x, w, stride=3, padding=2), [(2, 3, 6), (3, 2, 5)]),
+    # (8 or more input channels, strided: the library's transposed convolution, not the decomposition)
+    ("transposed_library_2d", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1, groups=2),
+     [(2, 8, 5, 6), (8, 3, 3, 3), (6,)]),
+    ("transposed_library_3d", lambda x, w: F.conv_transpose3d(x, w, stride=(2, 1, 2), padding=1), [(1, 8, 3, 4, 3), (8, 4, 3, 3, 3)]),
     ("transposed_3d", lambda x, w: F.conv_transpose3d(x, w, stride=2), [(1, 2, 3, 3, 2), (2, 2, 2, 2, 2)]),
     ("kernel_as_large_as_input", lambda x, w: F.conv2d(x, w), [(2, 3, 4, 4), (5, 3, 4, 4)]),
     ("conv_bias_relu_pool_chain", lambda x, w, b: torch.relu(F.conv2d(x, w, b, padding=1)).mean((2, 3)),
