@@ -30,6 +30,8 @@ FORWARD = [
     ("2d_depthwise", lambda x, w: F.conv2d(x, w, padding=1, groups=4), [(2, 4, 9, 9), (4, 1, 3, 3)]),
     # (unpadded: the grouped view is a reshape of the kernel's argument itself)
     ("2d_depthwise_unpadded", lambda x, w: F.conv2d(x, w, groups=64), [(2, 64, 9, 9), (64, 1, 3, 3)]),
+    # (a non-square depthwise kernel: channels-first on the cuda target)
+    ("2d_depthwise_3x1", lambda x, w: F.conv2d(x, w, padding=(1, 0), groups=8), [(2, 8, 9, 7), (8, 1, 3, 1)]),
     ("2d_groups2_unpadded", lambda x, w: F.conv2d(x, w, groups=2, stride=2), [(2, 32, 9, 9), (64, 16, 3, 3)]),
     ("2d_depthwise_multiplier", lambda x, w: F.conv2d(x, w, padding=2, groups=4, stride=2),
      [(1, 4, 8, 7), (8, 1, 5, 5)]),

@@ -734,8 +734,16 @@ class _KernelCodegen(_Emitter):
         # transposition program each), the result kept channels-last; the programs after it
         # read it through its strides in tiles (Inductor's layout: about 2x faster 3x3
         # convolutions than NCHW on an H100, whose cuDNN transposes NCHW operands itself)
-        channels_last = r in (2, 3)
+        # But a depthwise convolution with a non-square kernel runs channels-first: cuDNN's
+        # NHWC depthwise kernels are 2.5-3.5x faster than torch's NCHW ones for square kernels
+        # and 1.4-5.5x slower for 3x1 and 3x7 ones (H200, fp32 and bf16: KernelBench's
+        # asymmetric depthwise convolutions at 0.2x eager)
+        wt = ir.ShapedType(w.type)
+        depthwise = groups > 1 and wt.get_dim_size(1) == 1
+        channels_last = r in (2, 3) and not (depthwise and r == 2 and wt.get_dim_size(2) != wt.get_dim_size(3))
         views = [self._conv_operand(x, channels_last), self._conv_operand(w, channels_last)]
+        if not channels_last and r in (2, 3):   # (an activation the plan laid out channels-last)
+            views = [f"{v}.contiguous()" for v in views]
         res = c.results[0]
         out_elem, in_elem = _elem(res.type), _elem(x.type)
         call = (f"torch.ops.aten.convolution({views[0]}, {views[1]}, None, {stride}, {padding}, {dilation}, "
