@@ -105,80 +105,67 @@ def _grouped_shape(shape: list[int], inner: list[int], outer: list[int]) -> list
     return out
 
 
-def _from_contraction(v: ir.Value, memo: dict) -> bool:
-    """Whether `v` is computed (through pointwise ops and reshapes) from a contraction or a
-    reduction. (An explicit stack: a graph's pointwise chains are thousands of ops deep.)"""
-    def lamina_op(x):
-        op = defining_op(x)
-        return op if op is not None and op.name.startswith("lamina.") else None
+def _passes(op) -> bool:
+    """Whether a walk goes on through `op` (pointwise ops, reshapes and casts)."""
+    name = op.name.removeprefix("lamina.")
+    return op.name.startswith("lamina.") and (name in _POINTWISE or name in ("reshape", "cast"))
 
-    def passes(op) -> bool:
-        name = op.name.removeprefix("lamina.")
-        return name in _POINTWISE or name in ("reshape", "cast")
 
-    root = lamina_op(v)
-    if root is None:
-        return False
-    stack = [root]
+def _reaches(start, neighbours, hit, memo: dict) -> bool:
+    """Whether op `start` is an op `hit` accepts or reaches one through `_passes` ops, each
+    step to `neighbours(op)`; `memo` keeps every visited op's answer. An explicit stack: a
+    graph's pointwise chains are thousands of ops deep."""
+    stack = [start]
     while stack:
         op = stack[-1]
         if op in memo:
             stack.pop()
             continue
-        name = op.name.removeprefix("lamina.")
-        if name in CONTRACTION_OPS or name in infer.REDUCE_OPS:
-            memo[op] = True
+        found = hit(op)
+        if found or not _passes(op):
+            memo[op] = found
             stack.pop()
             continue
-        if not passes(op):
-            memo[op] = False
-            stack.pop()
-            continue
-        pending = [o for o in (lamina_op(x) for x in op.operands) if o is not None and o not in memo]
+        nexts = neighbours(op)
+        pending = [n for n in nexts if n not in memo]
         if pending:
             stack.extend(pending)
             continue
-        memo[op] = any(memo.get(lamina_op(x), False) for x in op.operands if lamina_op(x) is not None)
+        memo[op] = any(memo[n] for n in nexts)
         stack.pop()
-    return memo[root]
+    return memo[start]
+
+
+def _lamina_operands(op) -> list:
+    return [o for o in (defining_op(x) for x in op.operands) if o is not None and o.name.startswith("lamina.")]
+
+
+def _users(v: ir.Value) -> list:
+    return [getattr(use.owner, "operation", use.owner) for use in v.uses]
+
+
+def _from_contraction(v: ir.Value, memo: dict) -> bool:
+    """Whether `v` is computed (through pointwise ops and reshapes) from a contraction or a
+    reduction."""
+    op = defining_op(v)
+    if op is None or not op.name.startswith("lamina."):
+        return False
+    def root(o) -> bool:
+        name = o.name.removeprefix("lamina.")
+        return name in CONTRACTION_OPS or name in infer.REDUCE_OPS
+
+    return _reaches(op, _lamina_operands, root, memo)
 
 
 def _feeds_softmax(v: ir.Value, memo: dict) -> bool:
     """Whether `v` reaches a softmax through pointwise ops and reshapes: an attention score
     expression, which stays in the softmax's shape (the cuda target's flash-attention
     programs read its mask there: their key-block skipping; the CPU runs it in the softmax's
-    kernel either way). `memo`: op -> whether its result does (an explicit stack, as above)."""
-    def users(x):
-        for use in x.uses:
-            user = use.owner
-            yield getattr(user, "operation", user)
+    kernel either way)."""
+    def softmax(o) -> bool:
+        return o.name in ("lamina.softmax", "lamina.log_softmax")
 
-    def kind(op) -> str | None:
-        name = op.name.removeprefix("lamina.") if op.name.startswith("lamina.") else None
-        if name in ("softmax", "log_softmax"):
-            return "softmax"
-        return "through" if name in _POINTWISE or name in ("reshape", "cast") else None
-
-    if any(kind(u) == "softmax" for u in users(v)):
-        return True
-    stack = [u for u in users(v) if kind(u) == "through" and u not in memo]
-    while stack:
-        op = stack[-1]
-        if op in memo:
-            stack.pop()
-            continue
-        nexts = list(users(op.results[0]))
-        if any(kind(u) == "softmax" for u in nexts):
-            memo[op] = True
-            stack.pop()
-            continue
-        pending = [u for u in nexts if kind(u) == "through" and u not in memo]
-        if pending:
-            stack.extend(pending)
-            continue
-        memo[op] = any(memo.get(u, False) for u in nexts if kind(u) == "through")
-        stack.pop()
-    return any(memo.get(u, False) for u in users(v) if kind(u) == "through")
+    return any(_reaches(u, lambda o: _users(o.results[0]), softmax, memo) for u in _users(v))
 
 
 def _sink_one(op, memo: dict, softmax_memo: dict) -> bool:

@@ -396,37 +396,39 @@ class _KernelCodegen(_Emitter):
                 continue   # written by its contraction directly
             if self._is_undefined(v):
                 continue   # an uninitialized result (empty_like): nothing to compute
-            v = self._through_reshape(v, out_arg)
-            rows = self._row_dims(v)
+            v, rows = self._through_reshape(v, out_arg)
             key = (tuple(self.shape(v)), rows)
             groups.setdefault(key, []).append((v, out_arg))
         for gi, ((shape, rows), items) in enumerate(groups.items()):
             self._group(f"g{gi}", list(shape), rows, [(v, f"a{o}", k.contiguous(o), o) for v, o in items])
         return self._source()
 
-    def _through_reshape(self, v: ir.Value, out_arg: int) -> ir.Value:
-        """The value to compute for a contiguous output stored as reshape(x): x itself (the
-        same elements in the same row-major order) where x's shape has fewer rows, as a
-        group norm's [N, G, C/G, *S] result reshaped to [N, C, *S] (one row per group, not
-        one per channel or element: a row of the reshaped shape would mix the reductions'
-        dims with their lanes)."""
+    def _through_reshape(self, v: ir.Value, out_arg: int) -> tuple:
+        """(value, its _row_dims) to compute for a contiguous output stored as reshape(x): x
+        itself (the same elements in the same row-major order) where x's shape has fewer
+        rows, as a group norm's [N, G, C/G, *S] result reshaped to [N, C, *S] (one row per
+        group, not one per channel or element: a row of the reshaped shape would mix the
+        reductions' dims with their lanes); else `v`."""
+        rows_v = self._row_dims(v)
         op = _owner(v)
-        if op is None or op.name not in ("tensor.collapse_shape", "tensor.expand_shape") \
+        if rows_v is None or op is None or op.name not in ("tensor.collapse_shape", "tensor.expand_shape") \
                 or not self.k.contiguous(out_arg):
-            return v
+            return v, rows_v
         src = op.operands[0]
         if src in self.materialized or src in self.k.tensor_of_arg:
-            return v
-        rows_v, rows_s = self._row_count(v), self._row_count(src)
-        return src if rows_v is not None and rows_s is not None and rows_s < rows_v else v
+            return v, rows_v
+        rows_s = self._row_dims(src)
+        count_v, count_s = self._row_count(v, rows_v), self._row_count(src, rows_s)
+        if count_v is not None and count_s is not None and count_s < count_v:
+            return src, rows_s
+        return v, rows_v
 
-    def _row_count(self, v: ir.Value) -> int | None:
-        """How many rows a row program of `v` runs (static shapes; None: no rows, or symbolic)."""
+    @staticmethod
+    def _row_count(v: ir.Value, rows) -> int | None:
+        """How many rows a row program of `v` with these _row_dims runs (static shapes; None:
+        no rows, or symbolic)."""
         t = ir.ShapedType(v.type)
-        if any(t.is_dynamic_dim(d) for d in range(t.rank)):
-            return None
-        rows = self._row_dims(v)
-        if rows is None:
+        if rows is None or any(t.is_dynamic_dim(d) for d in range(t.rank)):
             return None
         dims = rows if isinstance(rows, tuple) else range(min(rows, t.rank))
         return math.prod(t.get_dim_size(d) for d in dims)
@@ -841,22 +843,23 @@ class _KernelCodegen(_Emitter):
         attrs = ir.DictAttr(call.attributes["lamina.library_call"])
         callee, arguments = ir.StringAttr(attrs["callee"]).value, ir.StringAttr(attrs["arguments"]).value
         result = ir.IntegerAttr(attrs["result"]).value
-        sources, ranks = [], []
-        for m in list(call.operands)[:-1]:
-            v = _owner(_owner(m).operands[0]).operands[0]   # memref.cast <- bufferization.to_buffer <- tensor
-            view = self._torch_view(v)
-            sources.append(view if view is not None else self._materialize(v))
-            ranks.append(ir.ShapedType(v.type).rank)
         alloc = _owner(call.operands[-1]).operands[0]
         res = next(u.owner.results[0] for u in alloc.uses if u.owner.name == "bufferization.to_tensor")
+        rank = ir.ShapedType(res.type).rank
+        # a convolution on cuDNN's channels-last kernels, as _convolution's (a transposed
+        # convolution 2-4x faster than on NCHW operands); the result stays channels-last
+        channels_last = callee in _CONVOLUTION_CALLEES and rank in (4, 5)
+        sources = []
+        for m in list(call.operands)[:-1]:
+            v = _owner(_owner(m).operands[0]).operands[0]   # memref.cast <- bufferization.to_buffer <- tensor
+            if channels_last and ir.ShapedType(v.type).rank == rank:
+                sources.append(self._conv_operand(v, True))
+                continue
+            view = self._torch_view(v)
+            sources.append(view if view is not None else self._materialize(v))
         target = f"c{self.contraction_count}"
         self.contraction_count += 1
-        rank = ir.ShapedType(res.type).rank
-        if callee in _CONVOLUTION_CALLEES and rank in (4, 5):
-            # cuDNN's channels-last kernels, as _convolution's (a transposed convolution
-            # 2-4x faster than on NCHW operands); the result stays channels-last
-            layout = "torch.channels_last" if rank == 4 else "torch.channels_last_3d"
-            sources = [f"{s}.contiguous(memory_format={layout})" if n == rank else s for s, n in zip(sources, ranks)]
+        if channels_last:
             self.launcher.append(f"{target} = call_routine({callee!r}, {arguments!r}, {result}, "
                                  f"[{', '.join(sources)}])")
             self.materialized[res] = (target, False, None)
