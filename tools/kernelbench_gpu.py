@@ -8,7 +8,8 @@ program in OUT; a driver restarts the runner past a program that kills it.
     python tools/kernelbench_gpu.py OUT.jsonl KERNELBENCH_DIR/level1 [--range 0:50]
         [--only 19,35] [--dtype bfloat16] [--max-elems 16777216] [--no-inductor]
 
-Summarize with `python tools/kernelbench_gpu.py --summary OUT.jsonl`."""
+Summarize with `python tools/kernelbench_gpu.py --summary OUT.jsonl [--kernels]` (--kernels:
+each program's costliest kernels per backend, from the profiler)."""
 import importlib
 import json
 import math
@@ -63,9 +64,10 @@ def run_program(path: str, dtype, max_elems: int, inductor: bool) -> dict:
     rec["shapes"] = [list(x.shape) for x in xs if torch.is_tensor(x)]
     flat = lambda o: [o] if torch.is_tensor(o) else [t for x in o for t in flat(x)] if isinstance(o, (tuple, list)) else []
 
-    def kernel_ms(fn):
+    def kernel_ms(fn, name):
         """The GPU's own time per call: the kernels' durations summed (torch.profiler), without
-        the gaps a slow host leaves between them (do_bench's events include those)."""
+        the gaps a slow host leaves between them (do_bench's events include those). The
+        costliest kernels go to rec[name + "_kernels"] ([name, ms per call, launches per call])."""
         if device != "cuda":
             return None
         from torch.profiler import ProfilerActivity, profile
@@ -74,6 +76,13 @@ def run_program(path: str, dtype, max_elems: int, inductor: bool) -> dict:
                 fn(*xs)
             torch.cuda.synchronize()
         kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        per: dict = {}
+        for e in kernels:
+            entry = per.setdefault(e.name[:90], [0.0, 0])
+            entry[0] += e.time_range.elapsed_us() / 5 / 1e3
+            entry[1] += 1
+        rec[name + "_kernels"] = [[k, round(ms, 5), n // 5] for k, (ms, n) in
+                                  sorted(per.items(), key=lambda kv: -kv[1][0])[:8]]
         return sum(e.time_range.elapsed_us() for e in kernels) / 5 / 1e3
 
     def bench(fn):
@@ -90,7 +99,7 @@ def run_program(path: str, dtype, max_elems: int, inductor: bool) -> dict:
     with torch.no_grad():
         ref = flat(model(*xs))
         rec["eager_ms"] = bench(model)
-        rec["eager_kernel_ms"] = kernel_ms(model)
+        rec["eager_kernel_ms"] = kernel_ms(model, "eager")
         backends = [("lamina", "lamina")] + ([("inductor", "inductor")] if inductor else [])
         for name, backend in backends:
             torch._dynamo.reset()
@@ -102,7 +111,7 @@ def run_program(path: str, dtype, max_elems: int, inductor: bool) -> dict:
             torch.cuda.synchronize() if device == "cuda" else None
             rec[f"{name}_compile_s"] = round(time.time() - t, 2)
             rec[f"{name}_ms"] = bench(fn)
-            rec[f"{name}_kernel_ms"] = kernel_ms(fn)
+            rec[f"{name}_kernel_ms"] = kernel_ms(fn, name)
             if name == "lamina":
                 tol = 1e-2 if dtype == torch.float32 else 5e-2
                 ok, worst = True, 0.0
@@ -140,7 +149,9 @@ def runner(out: str, paths: list[str], dtype_name: str, max_elems: int, inductor
         torch.cuda.empty_cache() if torch.cuda.is_available() else None
 
 
-def summary(out: str) -> None:
+def summary(out: str, kernels: bool = False) -> None:
+    """The table of OUT's programs; with `kernels`, each row followed by the costliest kernels
+    of each backend (ms per call, launches per call)."""
     rows = [json.loads(line) for line in open(out)]
     print("| program | dtype | shapes | eager ms | Inductor ms | lamina ms | eager/ind | eager/lam | lam vs ind | "
           "kernel ms e/I/l | fallback | ok |")
@@ -159,6 +170,9 @@ def summary(out: str) -> None:
               f"{i and f'{i:.4g}'} | {l:.4g} | {i and f'{e / i:.2f}x'} | {e / l:.2f}x | {i and f'{i / l:.2f}x'} | "
               f"{'/'.join('%.4g' % r[k] if r.get(k) is not None else '-' for k in ('eager_kernel_ms', 'inductor_kernel_ms', 'lamina_kernel_ms'))} | "
               f"{','.join(r['fallback_ops'])} | {'ok' if r['ok'] else 'BAD %.2g' % r['worst']} |")
+        for backend in ("eager", "inductor", "lamina") if kernels else ():
+            for k, ms, n in r.get(backend + "_kernels", []):
+                print(f"|   {backend} | {ms:.4g} ms x{n} | {k} |")
     gm = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
     print(f"\ngeomean: eager/inductor {gm(ri):.3f}x ({len(ri)}), eager/lamina {gm(rl):.3f}x ({len(rl)}), "
           f"lamina vs inductor {gm(rv):.3f}x; lamina rows below 0.9x eager: "
@@ -167,7 +181,7 @@ def summary(out: str) -> None:
 
 def main() -> None:
     if sys.argv[1] == "--summary":
-        return summary(sys.argv[2])
+        return summary(sys.argv[2], "--kernels" in sys.argv)
     if sys.argv[1] == "--runner":
         cfg = json.loads(sys.argv[2])
         return runner(cfg["out"], cfg["paths"], cfg["dtype"], cfg["max_elems"], cfg["inductor"])

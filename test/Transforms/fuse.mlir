@@ -85,3 +85,25 @@ func.func @scatter_alone(%d: tensor<10xf32>, %i: tensor<4xi64>, %u: tensor<4xf32
   %2 = "lamina.neg"(%1) : (tensor<10xf32>) -> tensor<10xf32>
   return %2 : tensor<10xf32>
 }
+
+// -----
+
+// A library convolution (a strided transposed one) anchors a kernel with its pointwise
+// epilogue as a contraction does; a reduction of it starts the next kernel. Other library
+// calls stay kernels of their own.
+// CHECK-LABEL: func.func @library_convolution_epilogue
+// CHECK: "lamina.library_call2"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.add"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.tanh"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.reduce_mean"{{.*}}lamina.kernel = 1
+// CHECK: "lamina.library_call1"{{.*}}lamina.kernel = 2
+// CHECK: "lamina.neg"{{.*}}lamina.kernel = 3
+func.func @library_convolution_epilogue(%x: tensor<2x8x4x4xf32>, %w: tensor<8x4x3x3xf32>, %b: tensor<1x4x1x1xf32>, %m: tensor<3x3xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x1x1xf32>, tensor<3x3xf32>) attributes {lamina.graph} {
+  %0 = "lamina.library_call2"(%x, %w) {callee = "aten.convolution.default", arguments = "{\22input\22: {\22operand\22: 0}, \22weight\22: {\22operand\22: 1}, \22bias\22: null, \22stride\22: [2, 2], \22padding\22: [1, 1], \22dilation\22: [1, 1], \22transposed\22: true, \22output_padding\22: [1, 1], \22groups\22: 1}", result = 0 : i64} : (tensor<2x8x4x4xf32>, tensor<8x4x3x3xf32>) -> tensor<2x4x8x8xf32>
+  %1 = "lamina.add"(%0, %b) : (tensor<2x4x8x8xf32>, tensor<1x4x1x1xf32>) -> tensor<2x4x8x8xf32>
+  %2 = "lamina.tanh"(%1) : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %3 = "lamina.reduce_mean"(%2) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<2x4x8x8xf32>) -> tensor<2x4x1x1xf32>
+  %4 = "lamina.library_call1"(%m) {callee = "aten.cholesky.default", arguments = "{\22self\22: {\22operand\22: 0}, \22upper\22: false}", result = 0 : i64} : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  %5 = "lamina.neg"(%4) : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  return %2, %3, %5 : tensor<2x4x8x8xf32>, tensor<2x4x1x1xf32>, tensor<3x3xf32>
+}

@@ -84,15 +84,17 @@ def json_argument(value):
 def library_call(imp, node, result: int | None = None, overrides: dict | None = None):
     """`lamina.library_callN` ops calling node's ATen routine: the op of output `result`, or
     (None) one op per tensor output (None where the output is not a tensor). `overrides`
-    replaces arguments (convolution_backward's output_mask: each op computes its own output)."""
+    replaces arguments (convolution_backward's output_mask: each op computes its own output;
+    a tensor argument replaced is not an operand)."""
     operands, arguments = [], {}
+    overrides = overrides or {}
     for arg, value in schema_arguments(node):
-        if isinstance(value, torch.fx.Node):
+        if isinstance(value, torch.fx.Node) and arg.name not in overrides:
             arguments[arg.name] = {"operand": len(operands)}
             operands.append(imp.values[value])
         else:
             arguments[arg.name] = json_argument(value)
-    arguments.update(overrides or {})
+    arguments.update({name: json_argument(v) for name, v in overrides.items()})
     callee = str(node.target)   # "aten.linalg_qr.default", "lamina.fft_r2c.default"
     callee = callee if callee.count(".") == 2 else f"aten.{callee}"
     build = getattr(ops, f"library_call{len(operands)}")

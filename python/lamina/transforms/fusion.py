@@ -50,6 +50,11 @@ SCATTER_OPS = {"scatter"}
 SORT_OPS = {"argsort"}
 # A library call (dialect/library_callees.py) runs a routine on whole buffers: a kernel of its own.
 LIBRARY_OPS = set(infer.LIBRARY_CALL_OPS)
+# ... except that the pointwise ops after a library convolution (a strided transposed one:
+# importer/convolution.py) join its kernel as a contraction's epilogue: the cuda target reads
+# its channels-last result once, in the tiled program that writes the epilogue's output
+# (else a copy of it to NCHW, then the epilogue's pass over that).
+EPILOGUE_LIBRARY_CALLEES = ("aten.convolution.default",)
 # Contractions from this size (2*M*N*K per call, batches included) run as one library call
 # on the CPU (codegen/blas.py) rather than a tiled kernel; their transposed operands join
 # their kernel as views.
@@ -73,6 +78,12 @@ def op_kind(op_name: str) -> str:
     if name in DATA_MOVEMENT_OPS:
         return "data_movement"
     return "pointwise"
+
+
+def _takes_epilogue(op: ir.Operation) -> bool:
+    """A library call whose pointwise consumers fuse with it (EPILOGUE_LIBRARY_CALLEES)."""
+    return op_kind(op.name) == "library" and "callee" in op.attributes \
+        and ir.StringAttr(op.attributes["callee"]).value in EPILOGUE_LIBRARY_CALLEES
 
 
 def kernel_kind(op_names) -> str:
@@ -125,7 +136,7 @@ def fuse_function(func_op, attention: bool = False, reshape_epilogues: bool = Fa
     in_prologue = {j for start, end in prologues.items() for j in range(start + 1, end + 1)}
     ends_kernel: list = []   # reshaped results that end the current contraction kernel
     for i, op in enumerate(groupable):
-        kind = op_kind(op.name)
+        kind = "contraction" if _takes_epilogue(op) else op_kind(op.name)
         cut = kind in ("contraction", "scatter", "sort", "library") or after_scatter or (
             kind in ("reduction", "data_movement") and has_contraction and not _side_reshape(op, after_contraction))
         after_scatter = kind in ("scatter", "sort", "library")

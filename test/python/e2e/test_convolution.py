@@ -112,6 +112,25 @@ def test_bfloat16():
     torch.testing.assert_close(out, fn(x, w, b), rtol=2 ** -6, atol=5e-2)
 
 
+def test_transposed_library_epilogue_fuses():
+    """A strided transposed convolution is a library call without its bias: the bias and the
+    pointwise ops after it run in the call's kernel (one kernel, not a call, a bias pass and
+    an epilogue pass); a reduction of the result is a second kernel. fp32 and bf16 (bf16:
+    f32 convolution, one more rounding than eager's bias inside the call)."""
+    for dtype, tol in ((torch.float32, 1e-4), (torch.bfloat16, 3e-2)):
+        x, w, b = (_randn(*s, dtype=dtype, seed=i) for i, s in enumerate([(2, 8, 5, 6), (8, 6, 3, 3), (6,)]))
+        conv = lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)   # noqa: E731
+        epilogue = lambda x, w, b: torch.clamp(conv(x, w, b) * 2.0, 0.0, 1.0) - 0.5   # noqa: E731
+        out = _compiled(epilogue)(x, w, b)
+        report = lamina_backend.last_report()
+        assert report["fallback_ops"] == [] and report["kernels"] == 1, report
+        torch.testing.assert_close(out, epilogue(x, w, b), rtol=tol, atol=tol)
+        pooled = lambda x, w, b: torch.tanh(conv(x, w, b)).mean((2, 3))   # noqa: E731
+        out = _compiled(pooled)(x, w, b)
+        assert lamina_backend.last_report()["kernels"] == 2
+        torch.testing.assert_close(out, pooled(x, w, b), rtol=tol, atol=tol)
+
+
 def test_symbolic_batch():
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(3, 5, 3, stride=2, padding=1)
