@@ -107,3 +107,30 @@ func.func @library_convolution_epilogue(%x: tensor<2x8x4x4xf32>, %w: tensor<8x4x
   %5 = "lamina.neg"(%4) : (tensor<3x3xf32>) -> tensor<3x3xf32>
   return %2, %3, %5 : tensor<2x4x8x8xf32>, tensor<2x4x1x1xf32>, tensor<3x3xf32>
 }
+
+// -----
+
+// convolution_reductions=1 (the cuda target): a reduction of a convolution's result over all
+// its spatial dims (or over its channels alone) stays in the convolution's kernel, with the
+// reshapes that only regroup batch and channels (instance norm as a batch norm); one over W
+// alone does not (its lanes would be strided by the channels in the channels-last result).
+// RUN: lamina-opt %s --split-input-file --lamina-fuse='convolution_reductions=1' | FileCheck %s --check-prefix=CONV
+// CONV-LABEL: func.func @convolution_reductions
+// CONV: "lamina.convolution"{{.*}}lamina.kernel = 0
+// CONV: "lamina.reduce_mean"{{.*}}dims = array<i64: 2, 3>{{.*}}lamina.kernel = 0
+// CONV: "lamina.reshape"{{.*}}lamina.kernel = 0
+// CONV: "lamina.var"{{.*}}lamina.kernel = 0
+// CONV: "lamina.softmax"{{.*}}lamina.kernel = 0
+// CONV: "lamina.reduce_sum"{{.*}}dims = array<i64: 3>{{.*}}lamina.kernel = 1
+// CHECK-LABEL: func.func @convolution_reductions
+// CHECK: "lamina.convolution"{{.*}}lamina.kernel = 0
+// CHECK: "lamina.reduce_mean"{{.*}}lamina.kernel = 1
+func.func @convolution_reductions(%x: tensor<2x8x16x16xf32>, %w: tensor<32x8x3x3xf32>) -> (tensor<2x32x1x1xf32>, tensor<1x64x1x1xf32>, tensor<2x32x16x16xf32>, tensor<2x32x16x1xf32>) attributes {lamina.graph} {
+  %0 = "lamina.convolution"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x16x16xf32>, tensor<32x8x3x3xf32>) -> tensor<2x32x16x16xf32>
+  %1 = "lamina.reduce_mean"(%0) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<2x32x16x16xf32>) -> tensor<2x32x1x1xf32>
+  %2 = "lamina.reshape"(%0) : (tensor<2x32x16x16xf32>) -> tensor<1x64x16x16xf32>
+  %3 = "lamina.var"(%2) {correction = 0.0 : f64, dims = array<i64: 0, 2, 3>, keepdim = true} : (tensor<1x64x16x16xf32>) -> tensor<1x64x1x1xf32>
+  %4 = "lamina.softmax"(%0) {dim = 1 : i64} : (tensor<2x32x16x16xf32>) -> tensor<2x32x16x16xf32>
+  %5 = "lamina.reduce_sum"(%4) {dims = array<i64: 3>, keepdim = true} : (tensor<2x32x16x16xf32>) -> tensor<2x32x16x1xf32>
+  return %1, %3, %4, %5 : tensor<2x32x1x1xf32>, tensor<1x64x1x1xf32>, tensor<2x32x16x16xf32>, tensor<2x32x16x1xf32>
+}

@@ -40,3 +40,32 @@ func.func @sm1(%x: tensor<2x24x8x32xf32>) -> tensor<2x24x8x32xf32> attributes {l
 // CHECK-LABEL: def launch(
 // CHECK: _rows = 512
 // CHECK: _lanes = max(24, 1)
+
+// An instance norm's statistics of a transposed (NHWC -> NCHW) input: what the group reads
+// is contiguous along C, a row dim, through the transpose and into the reductions: column
+// rows along C, though C is not the result's last dim.
+func.func @nhwc_instance_stats(%x: tensor<2x16x16x64xf32>) -> tensor<2x64x16x16xf32> attributes {lamina.graph} {
+  %t = "lamina.transpose"(%x) {perm = array<i64: 0, 3, 1, 2>} : (tensor<2x16x16x64xf32>) -> tensor<2x64x16x16xf32>
+  %m = "lamina.reduce_mean"(%t) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<2x64x16x16xf32>) -> tensor<2x64x1x1xf32>
+  %d = "lamina.sub"(%t, %m) : (tensor<2x64x16x16xf32>, tensor<2x64x1x1xf32>) -> tensor<2x64x16x16xf32>
+  return %d : tensor<2x64x16x16xf32>
+}
+
+// CHECK-LABEL: def {{.*}}g0_persistent(
+// CHECK: xtiles = (64 + XBLOCK - 1) // XBLOCK
+// CHECK: xlast = (xpid % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+// CHECK-LABEL: def launch(
+// CHECK: column_persistent_configs(_rb)
+// CHECK: lambda c: ((2) * ((64 + c['XBLOCK'] - 1) // c['XBLOCK']),)
+
+// The same over 8192 positions with 64 channels and a batch of 1: two column programs
+// would each reduce 32 rows of 8192 lanes, so plain rows (split where few) instead.
+func.func @nhwc_mean_few_programs(%x: tensor<1x128x64x64xf32>) -> tensor<1x64x1x1xf32> attributes {lamina.graph} {
+  %t = "lamina.transpose"(%x) {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x128x64x64xf32>) -> tensor<1x64x128x64xf32>
+  %m = "lamina.reduce_mean"(%t) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<1x64x128x64xf32>) -> tensor<1x64x1x1xf32>
+  return %m : tensor<1x64x1x1xf32>
+}
+
+// CHECK-LABEL: def launch(
+// CHECK-NOT: column_
+// CHECK: persistent_configs(_rb, _rows, 4)

@@ -123,8 +123,63 @@ def _set_kernel(op: ir.Operation, kernel: int) -> None:
     op.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kernel)
 
 
-def fuse_function(func_op, attention: bool = False, reshape_epilogues: bool = False) -> int:
-    """Label the lamina ops of one function; returns the number of kernels."""
+# as the cuda emitter's column rows (codegen/cuda/triton_emit.py): fewer programs than this
+# with rows this long are not worth a fused reduction over a channels-last result
+COLUMN_MIN_PROGRAMS = 128
+COLUMN_LONG_LANES = 4096
+
+
+def _is_convolution(op: ir.Operation) -> bool:
+    return op.name == "lamina.convolution" or _takes_epilogue(op)
+
+
+def _reduces_along_layout(op: ir.Operation) -> bool:
+    """A reduction of a rank-4/5 ([N, C, *spatial]) value over all its spatial dims (a global
+    mean, instance norm's statistics) or over its channels alone (a softmax or a min over
+    them): read from a channels-last convolution result, its rows or its lanes run along the
+    contiguous channels, and there are rows enough for every SM (not so training batch
+    norm's statistics, a few long rows per channel)."""
+    if op_kind(op.name) != "reduction" or not op.operands:
+        return False
+    t = op.operands[0].type
+    if not isinstance(t, ir.RankedTensorType) or t.rank not in (4, 5):
+        return False
+    if "dims" in op.attributes:
+        dims = {d % t.rank for d in ir.DenseI64ArrayAttr(op.attributes["dims"])}
+    elif "dim" in op.attributes:
+        dims = {ir.IntegerAttr(op.attributes["dim"]).value % t.rank}
+    else:
+        return False
+    dims = {d for d in dims if t.is_dynamic_dim(d) or t.get_dim_size(d) != 1}
+    spatial = {d for d in range(2, t.rank) if t.is_dynamic_dim(d) or t.get_dim_size(d) != 1}
+    if not dims or dims == {1}:   # (no dims left: a reduction over unit dims)
+        return True
+    if dims != spatial or not t.has_static_shape:
+        return False   # (a layer norm over W alone: its lanes would be strided by the channels)
+    # one row per (N, C), XBLOCK of them a program (triton_emit._few_column_programs): not
+    # when that leaves few programs with long rows (they would not be split)
+    n, c = t.get_dim_size(0), t.get_dim_size(1)
+    return n * -(-c // 32) >= COLUMN_MIN_PROGRAMS or math.prod(t.shape[2:]) < COLUMN_LONG_LANES
+
+
+def _regroups_batch_channels(op: ir.Operation) -> bool:
+    """A reshape between rank-4/5 shapes that only regroups the two leading dims ([N, C, *S]
+    <-> [1, N * C, *S]: instance norm as a batch norm, and its statistics back): the
+    spatial dims, and so the channels-last order, stay."""
+    if op.name != "lamina.reshape":
+        return False
+    src, dst = (ir.RankedTensorType(v.type) for v in (op.operands[0], op.results[0]))
+    return src.rank == dst.rank and src.rank in (4, 5) and src.has_static_shape and dst.has_static_shape \
+        and list(src.shape)[2:] == list(dst.shape)[2:]
+
+
+def fuse_function(func_op, attention: bool = False, reshape_epilogues: bool = False,
+                  convolution_reductions: bool = False) -> int:
+    """Label the lamina ops of one function; returns the number of kernels.
+    `convolution_reductions` (the cuda target): a reduction after a convolution that
+    _reduces_along_layout, and reshapes that _regroups_batch_channels, stay in the
+    convolution's kernel, which reads the convolution's channels-last result once (else its
+    epilogue writes it NCHW for a reduction kernel)."""
     ops = lamina_ops(func_op)
     groupable = [op for op in ops if op.name != "lamina.constant" or _returned_directly(op)]
     if any(_kernel_id(op) is not None for op in ops):
@@ -132,6 +187,7 @@ def fuse_function(func_op, attention: bool = False, reshape_epilogues: bool = Fa
     inside = _attention_spans(groupable) if attention else set()
     after_contraction = _depend_on_contractions(groupable)
     kernel, has_contraction, started, after_scatter = 0, False, False, False
+    has_convolution = False
     prologues = _operand_views(groupable) if reshape_epilogues else {}
     in_prologue = {j for start, end in prologues.items() for j in range(start + 1, end + 1)}
     ends_kernel: list = []   # reshaped results that end the current contraction kernel
@@ -139,6 +195,9 @@ def fuse_function(func_op, attention: bool = False, reshape_epilogues: bool = Fa
         kind = "contraction" if _takes_epilogue(op) else op_kind(op.name)
         cut = kind in ("contraction", "scatter", "sort", "library") or after_scatter or (
             kind in ("reduction", "data_movement") and has_contraction and not _side_reshape(op, after_contraction))
+        if convolution_reductions and has_convolution and cut \
+                and (_reduces_along_layout(op) or _regroups_batch_channels(op)):
+            cut = False
         after_scatter = kind in ("scatter", "sort", "library")
         if reshape_epilogues and has_contraction and _trailing_reshape(op, kernel):
             cut = False   # the kernel stores its result through this reshape (a view)
@@ -157,10 +216,11 @@ def fuse_function(func_op, attention: bool = False, reshape_epilogues: bool = Fa
             cut = False  # the rest of an attention chain
         if started and cut:
             kernel += 1
-            has_contraction = False
+            has_contraction = has_convolution = False
             ends_kernel = []
         started = True
         has_contraction |= kind == "contraction"
+        has_convolution |= _is_convolution(op)
         _set_kernel(op, kernel)
     return kernel + 1 if started else 0
 
@@ -368,7 +428,10 @@ def _complete_user_labels(ops: list[ir.Operation]) -> int:
 @register_pass("lamina-fuse", level="L2",
                description="group lamina ops into kernels, recorded as `lamina.kernel = N` on each op (existing labels win); "
                            "attention=1: attention chains as one kernel; reshape_epilogues=1: reshapes of a "
-                           "contraction's operands open its kernel and a reshape of its result ends it")
-def fuse(module: ir.Module, attention=False, reshape_epilogues=False, **options) -> None:
+                           "contraction's operands open its kernel and a reshape of its result ends it; "
+                           "convolution_reductions=1: reductions along a convolution's channels-last "
+                           "layout stay in its kernel")
+def fuse(module: ir.Module, attention=False, reshape_epilogues=False, convolution_reductions=False, **options) -> None:
     for func_op in graph_functions(module):
-        fuse_function(func_op, attention=bool(int(attention)), reshape_epilogues=bool(int(reshape_epilogues)))
+        fuse_function(func_op, attention=bool(int(attention)), reshape_epilogues=bool(int(reshape_epilogues)),
+                      convolution_reductions=bool(int(convolution_reductions)))

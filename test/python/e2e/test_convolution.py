@@ -131,6 +131,34 @@ def test_transposed_library_epilogue_fuses():
         torch.testing.assert_close(out, pooled(x, w, b), rtol=tol, atol=tol)
 
 
+REDUCTIONS = [
+    # (the cuda target keeps each reduction in the convolution's kernel: column rows along the
+    # channels of cuDNN's channels-last result, or lanes along them)
+    ("global_mean", lambda x, w, b: F.gelu(F.conv2d(x, w, b, padding=1)).mean((2, 3), keepdim=True)),
+    ("instance_norm", lambda x, w, b: F.instance_norm(F.conv2d(x, w, b, padding=1)) / 2),
+    ("softmax_channels", lambda x, w, b: torch.sigmoid(torch.softmax(F.conv2d(x, w, b, padding=1), 1))),
+    ("min_channels", lambda x, w, b: torch.tanh(torch.min(F.conv2d(x, w, b, padding=1), 1, keepdim=True)[0])),
+    # (a reduction over W alone, and training batch norm's statistics: a kernel of their own)
+    ("mean_w", lambda x, w, b: F.conv2d(x, w, b, padding=1).mean(3)),
+    ("batch_norm_train", lambda x, w, b: F.batch_norm(F.conv2d(x, w, b, padding=1), None, None, training=True)),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, id=i) for i, f in REDUCTIONS])
+def test_convolution_reductions(fn):
+    """Reductions of a convolution's result, with their epilogues, against eager; on the cuda
+    target the first four are one kernel with the convolution (fusion's
+    convolution_reductions), the others two."""
+    x, w, b = _randn(2, 8, 16, 16), _randn(32, 8, 3, 3, seed=1), _randn(32, seed=2)
+    out = _compiled(fn)(x, w, b)
+    report = lamina_backend.last_report()
+    torch.testing.assert_close(out, fn(x, w, b), rtol=1e-4, atol=1e-4)
+    assert report["fallback_ops"] == []
+    if report["target"] == "cuda":
+        fused = fn not in (REDUCTIONS[4][1], REDUCTIONS[5][1])
+        assert report["kernels"] == (1 if fused else 2), report
+
+
 def test_symbolic_batch():
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(3, 5, 3, stride=2, padding=1)

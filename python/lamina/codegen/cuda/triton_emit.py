@@ -66,6 +66,12 @@ LONG_LANES = 65536         # ... and at least this many lanes per row computes i
 
 
 COLUMN_PERSISTENT_MAX = 256   # longest row a column-rows program keeps in registers (XBLOCK >= 16 of them)
+# Column rows run XBLOCK (at least 32) rows a program and do not split their lanes: a group of
+# fewer programs than this whose rows have at least COLUMN_LONG_LANES lanes runs as plain
+# rows (split across programs where few): a mean over H, W of [16, 128, 128, 128] NHWC in 64
+# column programs took 0.28 ms, as plain rows 0.20 (H200; Inductor's split 0.05)
+COLUMN_MIN_PROGRAMS = 128
+COLUMN_LONG_LANES = 4096
 
 
 _CONVOLUTION_CALLEES = ("aten.convolution.default", "aten.convolution_backward.default")
@@ -457,24 +463,23 @@ class _KernelCodegen(_Emitter):
         op = _owner(v)
         return op is not None and op.name in ("tensor.empty", "bufferization.alloc_tensor")
 
-    def _row_dims(self, v: ir.Value, reductions: list | None = None) -> int | tuple | None:
-        """None when `v` needs no reduction (a flat group); else the dims of `v` its
-        reductions depend on (rows), the rest being lanes: a count when they lead (the
-        usual case), else their tuple (a softmax or RMS norm over dim 1 of [N, C, H, W]:
-        rows (N, H, W) and lanes C, each statistic computed once per row, not once per
-        element of C). `reductions` collects the reduction generics reached."""
-        rank = ir.ShapedType(v.type).rank
-        deps = [set([d]) for d in range(rank)]
-        needed: set | None = None
+    def _walk_dims(self, v: ir.Value, deps: list, on_reduction, on_leaf=None) -> None:
+        """Walk from `v` back through the ops computing it (element-wise generics, transposes,
+        reshapes, slices) with, for each dim of each value reached, the set of `deps` labels
+        (one set per dim of `v`) its index depends on. A reduction generic reached calls
+        `on_reduction(op, loop sets, iterator kinds)` and is not entered; a value that is
+        read from memory (a kernel argument, a materialized temporary) calls
+        `on_leaf(value, sets)`."""
         seen = set()
 
         def walk(x, sets):
-            nonlocal needed
             key = (x, tuple(tuple(sorted(s)) for s in sets))
             if key in seen:
                 return
             seen.add(key)
             if x in self.materialized or x in self.k.tensor_of_arg or isinstance(x, ir.BlockArgument):
+                if on_leaf is not None:
+                    on_leaf(x, sets)
                 return
             op = _owner(x)
             if op is None:
@@ -493,9 +498,7 @@ class _KernelCodegen(_Emitter):
                 if "reduction" in kinds and _compensation_of(op, x):
                     return   # a compensated sum's error term: zero here (one tree sum, _combiner)
                 if "reduction" in kinds:
-                    needed = (needed or set()).union(*[loop[i] for i, kd in enumerate(kinds) if kd == "parallel"])
-                    if reductions is not None:
-                        reductions.append(op)
+                    on_reduction(op, loop, kinds)
                     return   # its inputs are evaluated inside its own lanes
                 for operand, m in zip(list(op.operands)[:len(op.operands) - n_out], maps):
                     walk(operand, [_expr_deps(e, loop) for e in _affine_results(m)])
@@ -534,6 +537,24 @@ class _KernelCodegen(_Emitter):
                 return
 
         walk(v, deps)
+
+    def _row_dims(self, v: ir.Value, reductions: list | None = None) -> int | tuple | None:
+        """None when `v` needs no reduction (a flat group); else the dims of `v` its
+        reductions depend on (rows), the rest being lanes: a count when they lead (the
+        usual case), else their tuple (a softmax or RMS norm over dim 1 of [N, C, H, W]:
+        rows (N, H, W) and lanes C, each statistic computed once per row, not once per
+        element of C). `reductions` collects the reduction generics reached."""
+        rank = ir.ShapedType(v.type).rank
+        deps = [set([d]) for d in range(rank)]
+        needed: set | None = None
+
+        def reduction(op, loop, kinds):
+            nonlocal needed
+            needed = (needed or set()).union(*[loop[i] for i, kd in enumerate(kinds) if kd == "parallel"])
+            if reductions is not None:
+                reductions.append(op)
+
+        self._walk_dims(v, deps, reduction)
         if needed is None:
             return None
         lead = (max(needed) + 1) if needed else 0
@@ -547,41 +568,82 @@ class _KernelCodegen(_Emitter):
         return tuple(sorted(needed))
 
     def _column_rows(self, v: ir.Value, rows) -> bool:
-        """Whether a row group of `v` should run its rows along the innermost dim ("column"
+        """Whether a row group of `v` should run its rows along its last row dim ("column"
         rows: a block of XBLOCK neighbouring rows, split from the program id so that Triton
-        sees the rows' addresses are contiguous and lays its threads along them): its rows
-        include `v`'s last dim, and its reductions read operands whose innermost dim is one
-        of their parallel dims (a sum over dim 1 of [B, R, X], an RMS norm over channels),
-        none along a reduced innermost dim. Reading such operands one row per lane would
-        touch one element per 32-byte sector (5x slower than eager on an H100)."""
+        sees the rows' addresses are contiguous and lays its threads along them): what it
+        reads from memory (through element-wise ops, reshapes, transposes and into its
+        reductions) is contiguous along that row dim somewhere (a sum over dim 1 of [B, R, X];
+        an RMS norm over channels; a mean over H, W of a channels-last convolution result,
+        whose channels are innermost), and nothing is read along a reduced innermost dim.
+        Reading such operands one row per lane would touch one element per 32-byte sector
+        (5x slower than eager on an H100; 4x slower than Inductor for a mean over H, W of an
+        NHWC tensor on an H200)."""
         rank = ir.ShapedType(v.type).rank
         if rows is None or rank == 0:
             return False
         row_dims = row_dims_of(rows)
-        if not row_dims or row_dims[-1] != rank - 1:
+        if not row_dims:
             return False
-        last = ir.ShapedType(v.type).get_dim_size(rank - 1)
-        if not ir.ShapedType(v.type).is_dynamic_dim(rank - 1) and last < 16:
+        col = row_dims[-1]
+        t = ir.ShapedType(v.type)
+        if not t.is_dynamic_dim(col) and t.get_dim_size(col) < 16:
             return False
-        along_rows = False
-        for op in self._reductions_of([v]):
-            kinds = _kinds(op)
-            maps = _maps(op)
+        found = {"along": False, "reduced": False}
+        REDUCED = -1   # the label of a reduced loop dim
+
+        def leaf(x, sets):
+            inner = self._innermost_dim(x)
+            if inner is None or not sets[inner]:
+                return
+            xt = ir.ShapedType(x.type)
+            if not xt.is_dynamic_dim(inner) and xt.get_dim_size(inner) == 1:
+                return
+            if REDUCED in sets[inner]:
+                found["reduced"] = True
+            elif col in sets[inner]:
+                found["along"] = True
+
+        def reduction(op, loop, kinds):
+            # its inputs, reduced loop dims labelled REDUCED (nested reductions: the same)
+            labels = [loop[i] if kd == "parallel" else {REDUCED} for i, kd in enumerate(kinds)]
             n_in = len(op.operands) - len(op.results)
-            for operand, m in zip(list(op.operands)[:n_in], maps):
-                t = ir.ShapedType(operand.type)
-                results = _affine_results(m)
-                if t.rank == 0 or not results:
-                    continue
-                if not t.is_dynamic_dim(t.rank - 1) and t.get_dim_size(t.rank - 1) == 1:
-                    continue
-                pos = _dim_pos(results[-1])
-                if pos is None:
-                    continue
-                if kinds[pos] == "reduction":
-                    return False
-                along_rows = True
-        return along_rows or isinstance(rows, tuple)
+            for operand, m in zip(list(op.operands)[:n_in], _maps(op)[:n_in]):
+                self._walk_dims(operand, [_expr_deps(e, labels) for e in _affine_results(m)], reduction, leaf)
+
+        self._walk_dims(v, [{d} for d in range(rank)], reduction, leaf)
+        if found["reduced"] or not (found["along"] or isinstance(rows, tuple)):
+            return False
+        return not self._few_column_programs(v, row_dims)
+
+    def _few_column_programs(self, v: ir.Value, row_dims: list) -> bool:
+        """Static sizes giving column programs fewer than COLUMN_MIN_PROGRAMS, each reducing
+        rows of COLUMN_LONG_LANES lanes or more."""
+        t = ir.ShapedType(v.type)
+        if any(t.is_dynamic_dim(d) for d in row_dims):
+            return False
+        programs = math.prod(t.get_dim_size(d) for d in row_dims[:-1]) * -(-t.get_dim_size(row_dims[-1]) // 32)
+        if programs >= COLUMN_MIN_PROGRAMS:
+            return False
+        for op in self._reductions_of([v]):
+            src, dst = ir.ShapedType(op.operands[0].type), ir.ShapedType(op.results[0].type)
+            if not (src.has_static_shape and dst.has_static_shape):
+                return False
+            if math.prod(src.shape) >= COLUMN_LONG_LANES * max(math.prod(dst.shape), 1):
+                return True
+        return False
+
+    def _innermost_dim(self, x: ir.Value) -> int | None:
+        """The dim of `x` contiguous in memory where a program reads it: the last, or the
+        channels of a channels-last temporary (a convolution's result); None when unknown
+        (a strided kernel argument)."""
+        rank = ir.ShapedType(x.type).rank
+        if rank == 0:
+            return None
+        if x in self.materialized:
+            return 1 if self.materialized[x][0] in self.channels_last and rank in (4, 5) else rank - 1
+        if x in self.k.tensor_of_arg:
+            return rank - 1 if self.k.contiguous(self.k.tensor_of_arg[x]) else None
+        return None
 
     # -- contractions ----------------------------------------------------------------------------
     def _torch_view(self, v: ir.Value) -> str | None:
@@ -999,6 +1061,8 @@ class _KernelCodegen(_Emitter):
         else:
             variants = ["persistent", "looped"]
         columns = rows is not None and self._column_rows(items[0][0], rows)
+        if columns and self._few_long_rows(items, shape, rows):
+            columns = False   # (a column program per XBLOCK rows would leave most SMs idle)
         if rows is not None and not columns and self._few_long_rows(items, shape, rows):
             # few rows of many lanes (batch norm's statistics per channel, then every
             # element): the reductions first, each split across programs, then the
