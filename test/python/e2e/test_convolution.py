@@ -115,7 +115,8 @@ def test_bfloat16():
 def test_transposed_library_epilogue_fuses():
     """A strided transposed convolution is a library call without its bias: the bias and the
     pointwise ops after it run in the call's kernel (one kernel, not a call, a bias pass and
-    an epilogue pass); a reduction of the result is a second kernel. fp32 and bf16 (bf16:
+    an epilogue pass); a reduction of the result is a second kernel (on the cuda target the
+    same kernel: convolution_reductions). fp32 and bf16 (bf16:
     f32 convolution, one more rounding than eager's bias inside the call)."""
     for dtype, tol in ((torch.float32, 1e-4), (torch.bfloat16, 3e-2)):
         x, w, b = (_randn(*s, dtype=dtype, seed=i) for i, s in enumerate([(2, 8, 5, 6), (8, 6, 3, 3), (6,)]))
@@ -127,7 +128,8 @@ def test_transposed_library_epilogue_fuses():
         torch.testing.assert_close(out, epilogue(x, w, b), rtol=tol, atol=tol)
         pooled = lambda x, w, b: torch.tanh(conv(x, w, b)).mean((2, 3))   # noqa: E731
         out = _compiled(pooled)(x, w, b)
-        assert lamina_backend.last_report()["kernels"] == 2
+        report = lamina_backend.last_report()   # (cuda: the mean in the call's kernel too)
+        assert report["kernels"] == (1 if report["target"] == "cuda" else 2), report
         torch.testing.assert_close(out, pooled(x, w, b), rtol=tol, atol=tol)
 
 
