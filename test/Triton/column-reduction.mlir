@@ -21,7 +21,7 @@ func.func @colsum(%x: tensor<4x256x255xf32>) -> tensor<4x255xf32> attributes {la
 // CHECK-LABEL: def launch(
 // CHECK: column_persistent_configs(_rb)
 // CHECK: lambda c: ((4) * ((255 + c['XBLOCK'] - 1) // c['XBLOCK']),)
-// CHECK: column_looped_configs(_rows)
+// CHECK: column_looped_configs(_rows, _lanes)
 
 // A softmax over dim 1 of [N, C, H, W]: its rows are (N, H, W) and its lanes C, so each
 // (n, h, w) computes its max and sum once (not once per channel); its last row dim is W,

@@ -58,9 +58,9 @@ class CudaTarget:
     gpu_arch = None   # "sm_90": the NVVM generator's chip (default: nvvm_lower.DEFAULT_ARCH)
     # matmul -> scale/mask -> softmax -> matmul is one kernel: a flash-attention program
     # (attention.py) when it matches, the scores never written to memory
-    # A reduction of a convolution's result that keeps or reduces only its channels stays in
-    # the convolution's kernel: it reads cuDNN's channels-last result through column rows
-    # (triton_emit._column_rows), one pass, as Inductor's reduction over an NHWC buffer
+    # A reduction of a convolution's result over its channels, or over few spatial positions,
+    # stays in the convolution's kernel: it reads cuDNN's channels-last result once, in lanes
+    # or column rows (triton_emit._column_rows) along the channels (fusion._reduces_along_layout)
     fusion_options = {"attention": True, "convolution_reductions": True}
     # data-movement kernels' outputs may become views of their inputs (operand_views.py):
     # the memory plan keeps those inputs live while the views are

@@ -173,8 +173,11 @@ def column_persistent_configs(rblock: int) -> list[dict]:
     return out
 
 
+COLUMN_THIN_LANES = 4096   # rows this long, too few for 32 a program on every SM: 8 a program
+
+
 @functools.lru_cache(maxsize=64)
-def column_looped_configs(rows: int = 0) -> list[dict]:
+def column_looped_configs(rows: int = 0, lanes: int = 0) -> list[dict]:
     """A looped column-rows program: XBLOCK contiguous rows, RBLOCK lanes per step (wide along
     the rows, short along the lanes, as Inductor's outer reductions), 4096 elements a step
     for most. The first (the heuristic) keeps at least two programs per SM: with few rows
@@ -186,6 +189,10 @@ def column_looped_configs(rows: int = 0) -> list[dict]:
     narrow = {"XBLOCK": 32, "RBLOCK": 64, "num_warps": 8}
     rest = [{"XBLOCK": 64, "RBLOCK": 32, "num_warps": 4}, {"XBLOCK": 128, "RBLOCK": 8, "num_warps": 4}]
     first = [wide, narrow] if rows >= 2 * 128 * _sm_count() else [narrow, wide]
+    if lanes >= COLUMN_THIN_LANES and rows < 2 * 32 * _sm_count():
+        # few long rows (a mean over H, W of [16, 128, 128, 128] NHWC: 2048 rows of 16384):
+        # 8 rows a program (one 32-byte sector of each lane's 8 neighbours), 4x the programs
+        first = [{"XBLOCK": 8, "RBLOCK": 128, "num_warps": 4}] + first
     return first + rest
 
 

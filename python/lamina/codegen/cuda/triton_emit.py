@@ -66,10 +66,11 @@ LONG_LANES = 65536         # ... and at least this many lanes per row computes i
 
 
 COLUMN_PERSISTENT_MAX = 256   # longest row a column-rows program keeps in registers (XBLOCK >= 16 of them)
-# Column rows run XBLOCK (at least 32) rows a program and do not split their lanes: a group of
-# fewer programs than this whose rows have at least COLUMN_LONG_LANES lanes runs as plain
-# rows (split across programs where few): a mean over H, W of [16, 128, 128, 128] NHWC in 64
-# column programs took 0.28 ms, as plain rows 0.20 (H200; Inductor's split 0.05)
+# Column rows run XBLOCK rows a program (8 where rows are long and few:
+# launch.column_looped_configs) and do not split their lanes: a group of fewer programs than
+# this whose rows have at least COLUMN_LONG_LANES lanes runs as plain rows (split across
+# programs where few): a mean over H, W of [16, 128, 128, 128] NHWC in 64 column programs of
+# 32 rows took 0.28 ms, as plain rows 0.20 (H200; Inductor's split 0.05)
 COLUMN_MIN_PROGRAMS = 128
 COLUMN_LONG_LANES = 4096
 
@@ -621,7 +622,7 @@ class _KernelCodegen(_Emitter):
         t = ir.ShapedType(v.type)
         if any(t.is_dynamic_dim(d) for d in row_dims):
             return False
-        programs = math.prod(t.get_dim_size(d) for d in row_dims[:-1]) * -(-t.get_dim_size(row_dims[-1]) // 32)
+        programs = math.prod(t.get_dim_size(d) for d in row_dims[:-1]) * -(-t.get_dim_size(row_dims[-1]) // 8)
         if programs >= COLUMN_MIN_PROGRAMS:
             return False
         for op in self._reductions_of([v]):
@@ -1292,7 +1293,7 @@ class _KernelCodegen(_Emitter):
                      f"_autotune, RBLOCK=_rb, {index64})")
             L.append("    else:")
             L.append(f"        run_tuned({pl.name}, (_rows, _lanes), {grid}, ({', '.join(infol['call_args'])},), "
-                     f"column_looped_configs(_rows), _autotune, {index64})")
+                     f"column_looped_configs(_rows, _lanes), _autotune, {index64})")
             return
         cond = "if"
         if split_op is not None:
