@@ -58,14 +58,24 @@ func.func @nhwc_instance_stats(%x: tensor<2x16x16x64xf32>) -> tensor<2x64x16x16x
 // CHECK: column_persistent_configs(_rb)
 // CHECK: lambda c: ((2) * ((64 + c['XBLOCK'] - 1) // c['XBLOCK']),)
 
-// The same over 8192 positions with 64 channels and a batch of 1: two column programs
-// would each reduce 32 rows of 8192 lanes, so plain rows (split where few) instead.
+// The same over 8192 positions with 64 channels and a batch of 1: two column programs of
+// 32 rows would each reduce 8192 lanes, so a group storing only the reduction's results
+// splits its lanes across programs (stage 1: 32 rows x a chunk of lanes each, partials;
+// stage 2: a row's partials combined); without enough of them, column programs.
 func.func @nhwc_mean_few_programs(%x: tensor<1x128x64x64xf32>) -> tensor<1x64x1x1xf32> attributes {lamina.graph} {
   %t = "lamina.transpose"(%x) {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x128x64x64xf32>) -> tensor<1x64x128x64xf32>
   %m = "lamina.reduce_mean"(%t) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<1x64x128x64xf32>) -> tensor<1x64x1x1xf32>
   return %m : tensor<1x64x1x1xf32>
 }
 
+// CHECK-LABEL: def {{.*}}g0_split1(
+// CHECK: xs = xpid % _split
+// CHECK: xlast = ((xpid // _split) % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+// CHECK: for roff in range(xs * _chunk, xs * _chunk + _chunk, RBLOCK):
+// CHECK: tl.store(_part + (xrow * _split + xs)
 // CHECK-LABEL: def launch(
-// CHECK-NOT: column_
-// CHECK: persistent_configs(_rb, _rows, 4)
+// CHECK: _split, _chunk, _srb, _swarps = column_split((1) * ((64 + 31) // 32), _lanes)
+// CHECK: g0_split1[((1) * ((64 + 31) // 32) * _split,)]({{.*}}XBLOCK=32
+// CHECK: g0_split2[(_rows,)]
+// CHECK: elif _lanes <= 256:
+// CHECK: column_persistent_configs(_rb)

@@ -157,9 +157,10 @@ def _reduces_along_layout(op: ir.Operation) -> bool:
     # Rows that a column program keeps in registers (one read of the result, rows along the
     # channels). Longer ones are left to a kernel of their own that reads the NCHW copy the
     # convolution's epilogue writes: column programs that loop over their lanes read at
-    # 0.75-1.6 TB/s on an H200 (they do not split their lanes), a plain row reduction at
-    # 3.5 (KernelBench's Conv2d + GELU + global mean 1.24 -> 1.59 ms fused; Conv2d +
-    # InstanceNorm kernels 0.19 -> 0.29 ms)
+    # 0.75-1.6 TB/s on an H200, a plain row reduction at 3.5 (fused, KernelBench's Conv2d +
+    # GELU + global mean 1.24 -> 1.52 ms, ConvTranspose2d + Multiply + global mean 0.70 ->
+    # 0.62; Conv2d + InstanceNorm kernels 0.19 -> 0.29 ms). Column programs that split
+    # their lanes (triton_emit: few of them) would change that; not measured on a GPU yet.
     return math.prod(t.shape[2:]) <= COLUMN_PERSISTENT_MAX
 
 

@@ -137,6 +137,8 @@ REDUCTIONS = [
     # (the cuda target keeps each reduction in the convolution's kernel: column rows along the
     # channels of cuDNN's channels-last result, or lanes along them)
     ("global_mean", lambda x, w, b: F.gelu(F.conv2d(x, w, b, padding=1)).mean((2, 3), keepdim=True)),
+    # (64x64 positions: a kernel of its own, reading the NCHW result)
+    ("global_mean_long", lambda x, w, b: F.gelu(F.conv2d(x, w, b, padding=1)).mean((2, 3))),
     ("instance_norm", lambda x, w, b: F.instance_norm(F.conv2d(x, w, b, padding=1)) / 2),
     ("softmax_channels", lambda x, w, b: torch.sigmoid(torch.softmax(F.conv2d(x, w, b, padding=1), 1))),
     ("min_channels", lambda x, w, b: torch.tanh(torch.min(F.conv2d(x, w, b, padding=1), 1, keepdim=True)[0])),
@@ -149,15 +151,16 @@ REDUCTIONS = [
 @pytest.mark.parametrize("fn", [pytest.param(f, id=i) for i, f in REDUCTIONS])
 def test_convolution_reductions(fn):
     """Reductions of a convolution's result, with their epilogues, against eager; on the cuda
-    target the first four are one kernel with the convolution (fusion's
-    convolution_reductions), the others two."""
-    x, w, b = _randn(2, 8, 16, 16), _randn(32, 8, 3, 3, seed=1), _randn(32, seed=2)
+    target those over channels or few positions are one kernel with the convolution
+    (fusion's convolution_reductions), the others two."""
+    size = 64 if fn is REDUCTIONS[1][1] else 16
+    x, w, b = _randn(2, 8, size, size), _randn(32, 8, 3, 3, seed=1), _randn(32, seed=2)
     out = _compiled(fn)(x, w, b)
     report = lamina_backend.last_report()
     torch.testing.assert_close(out, fn(x, w, b), rtol=1e-4, atol=1e-4)
     assert report["fallback_ops"] == []
     if report["target"] == "cuda":
-        fused = fn not in (REDUCTIONS[4][1], REDUCTIONS[5][1])
+        fused = fn not in (REDUCTIONS[1][1], REDUCTIONS[5][1], REDUCTIONS[6][1])
         assert report["kernels"] == (1 if fused else 2), report
 
 

@@ -3,7 +3,8 @@ eager on every target (the cuda suite runs this file under TRITON_INTERPRET=1): 
 arg-reductions over a middle dim ("column" rows: XBLOCK neighbours along the contiguous
 dim per program, persistent and looped), softmax / RMS norm over channels (rows N, H, W;
 lanes C), group and instance norm (their statistics per row through the reshape to
-[N, G, -1] or [1, N*C, H, W], not per element), and split reductions (few rows of many
+[N, G, -1] or [1, N*C, H, W], not per element), reductions over H, W of NHWC tensors
+(column rows along C, their lanes split where few), and split reductions (few rows of many
 lanes: partials over lane chunks by one program each, then combined; batch norm's statistics
 computed that way first, then its elements as a flat program)."""
 import pytest
@@ -32,6 +33,11 @@ CASES = {
     "mse_loss_split": (lambda x: F.mse_loss(x, torch.tanh(x)), (150, 150)),
     "amax_dim1_split": (lambda x: x.amax(dim=1), (3, 20000)),
     "batch_norm_train_split": (lambda x: F.batch_norm(x, None, None, training=True), (16, 2, 64, 64)),
+    # an NHWC tensor seen NCHW (what the reductions read is contiguous along C): column rows
+    # along C; few of them with long rows split their lanes (a mean, a max over H, W)
+    "nhwc_instance_norm": (lambda y: F.instance_norm(y.permute(0, 3, 1, 2)), (2, 6, 5, 40)),
+    "nhwc_mean_split": (lambda y: torch.tanh(y.permute(0, 3, 1, 2)).mean((2, 3)), (2, 64, 64, 48)),
+    "nhwc_amax_split": (lambda y: y.permute(0, 3, 1, 2).amax((2, 3), keepdim=True) + 1, (1, 96, 48, 40)),
 }
 
 

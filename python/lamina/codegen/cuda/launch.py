@@ -158,6 +158,25 @@ def split_reduction(rows: int, lanes: int, elem_bytes: int = 4) -> tuple[int, in
     return -(-lanes // chunk), chunk, rblock, warps
 
 
+COLUMN_SPLIT_RBLOCK = 32   # lanes a stage-1 program of a split column group loads per step
+COLUMN_SPLIT_MIN_CHUNK = 512   # lanes it reduces at least
+
+
+def column_split(tiles: int, lanes: int) -> tuple[int, int, int, int]:
+    """(programs per row tile, lanes per program, lanes per step, warps) for a column group
+    of `tiles` tiles of 32 rows whose rows are long (1, 0, ...: no split): about
+    SPLIT_PROGRAMS_PER_SM programs per SM in all, each at least COLUMN_SPLIT_MIN_CHUNK lanes
+    (a multiple of the step), at most 1024 per row (stage 2 combines them in one block).
+    Inductor splits such reductions the same way (a mean over H, W of an NHWC tensor)."""
+    target = SPLIT_PROGRAMS_PER_SM * _sm_count()
+    split = min(1024, max(1, target // max(tiles, 1)), lanes // COLUMN_SPLIT_MIN_CHUNK)
+    if split <= 1:
+        return 1, 0, COLUMN_SPLIT_RBLOCK, 4
+    chunk = -(-lanes // split)
+    chunk = -(-chunk // COLUMN_SPLIT_RBLOCK) * COLUMN_SPLIT_RBLOCK
+    return -(-lanes // chunk), chunk, COLUMN_SPLIT_RBLOCK, 4
+
+
 @functools.lru_cache(maxsize=None)
 def column_persistent_configs(rblock: int) -> list[dict]:
     """Rows per program (XBLOCK, neighbours along the contiguous last row dim) and warps for

@@ -67,12 +67,14 @@ LONG_LANES = 65536         # ... and at least this many lanes per row computes i
 
 COLUMN_PERSISTENT_MAX = 256   # longest row a column-rows program keeps in registers (XBLOCK >= 16 of them)
 # Column rows run XBLOCK rows a program (8 where rows are long and few:
-# launch.column_looped_configs) and do not split their lanes: a group of fewer programs than
-# this whose rows have at least COLUMN_LONG_LANES lanes runs as plain rows (split across
-# programs where few): a mean over H, W of [16, 128, 128, 128] NHWC in 64 column programs of
-# 32 rows took 0.28 ms, as plain rows 0.20 (H200; Inductor's split 0.05)
+# launch.column_looped_configs). A group of fewer programs than this whose rows have at
+# least COLUMN_LONG_LANES lanes splits its lanes across programs where it stores one plain
+# reduction's results (a mean over H, W), else runs as plain rows: a mean over H, W of
+# [16, 128, 128, 128] NHWC in 64 column programs of 32 rows took 0.28 ms, as plain rows 0.20
+# (H200; Inductor's split 0.05)
 COLUMN_MIN_PROGRAMS = 128
 COLUMN_LONG_LANES = 4096
+COLUMN_SPLIT_XBLOCK = 32   # rows a stage-1 program of a split column group reduces (launch.column_split)
 
 
 _CONVOLUTION_CALLEES = ("aten.convolution.default", "aten.convolution_backward.default")
@@ -612,9 +614,7 @@ class _KernelCodegen(_Emitter):
                 self._walk_dims(operand, [_expr_deps(e, labels) for e in _affine_results(m)], reduction, leaf)
 
         self._walk_dims(v, [{d} for d in range(rank)], reduction, leaf)
-        if found["reduced"] or not (found["along"] or isinstance(rows, tuple)):
-            return False
-        return not self._few_column_programs(v, row_dims)
+        return not found["reduced"] and (found["along"] or isinstance(rows, tuple))
 
     def _few_column_programs(self, v: ir.Value, row_dims: list) -> bool:
         """Static sizes giving column programs fewer than COLUMN_MIN_PROGRAMS, each reducing
@@ -1062,8 +1062,16 @@ class _KernelCodegen(_Emitter):
         else:
             variants = ["persistent", "looped"]
         columns = rows is not None and self._column_rows(items[0][0], rows)
-        if columns and self._few_long_rows(items, shape, rows):
-            columns = False   # (a column program per XBLOCK rows would leave most SMs idle)
+        column_split = None
+        if columns and (self._few_column_programs(items[0][0], row_dims_of(rows))
+                        or self._few_long_rows(items, shape, rows)):
+            # column programs of XBLOCK rows each would leave most SMs idle: their lanes
+            # split across programs (a group storing one plain reduction's results), else
+            # plain rows
+            column_split = self._split_reduction(items, shape, rows)
+            if column_split is None or self._split_partners.get(column_split) is not None \
+                    or self.split_width(column_split) != 1:
+                columns, column_split = False, None
         if rows is not None and not columns and self._few_long_rows(items, shape, rows):
             # few rows of many lanes (batch norm's statistics per channel, then every
             # element): the reductions first, each split across programs, then the
@@ -1073,7 +1081,7 @@ class _KernelCodegen(_Emitter):
             rows = self._row_dims(items[0][0])
             if rows is None:
                 variants = ["flat"]
-        split_op = None if rows is None or columns else self._split_reduction(items, shape, rows)
+        split_op = column_split if columns else None if rows is None else self._split_reduction(items, shape, rows)
         partner = self._split_partners.get(split_op)
         if split_op is not None:
             variants = variants + ["split1", "split2"]
@@ -1287,7 +1295,23 @@ class _KernelCodegen(_Emitter):
             lead = self._launcher_expr(_prod([shape[d] for d in row_dims[:-1]])) if row_dims[:-1] else "1"
             grid = f"lambda c: (({lead}) * (({last} + c['XBLOCK'] - 1) // c['XBLOCK']),)"
             configs = f"[{fixed!r}]" if fixed else "column_persistent_configs(_rb)"
-            L.append(f"    if _lanes <= {COLUMN_PERSISTENT_MAX}:")
+            cond = "if"
+            if split_op is not None:
+                # few column programs of long rows: stage 1 (COLUMN_SPLIT_XBLOCK rows, a chunk
+                # of lanes each) writes partials, stage 2 combines a row's, one row a program
+                s1, info1 = built["split1"]
+                s2, info2 = built["split2"]
+                acc = T.torch_dtype_text(_acc_elem_of(split_op))
+                tiles = f"({lead}) * (({last} + {COLUMN_SPLIT_XBLOCK - 1}) // {COLUMN_SPLIT_XBLOCK})"
+                L.append(f"    _split, _chunk, _srb, _swarps = column_split({tiles}, _lanes)")
+                L.append("    if _split > 1:")
+                L.append(f"        _part = torch.empty((_rows * _split,), dtype={acc}, device=_device)")
+                L.append(f"        {s1.name}[({tiles} * _split,)]({', '.join(info1['call_args'])}, "
+                         f"XBLOCK={COLUMN_SPLIT_XBLOCK}, RBLOCK=_srb, {index64}, num_warps=_swarps)")
+                L.append(f"        {s2.name}[(_rows,)]({', '.join(info2['call_args'])}, XBLOCK=1, "
+                         f"RBLOCK=1 << (_split - 1).bit_length(), {index64}, num_warps=4)")
+                cond = "elif"
+            L.append(f"    {cond} _lanes <= {COLUMN_PERSISTENT_MAX}:")
             L.append("        _rb = 1 << (_lanes - 1).bit_length()")
             L.append(f"        run_tuned({p.name}, (_rows, _lanes), {grid}, ({', '.join(info['call_args'])},), {configs}, "
                      f"_autotune, RBLOCK=_rb, {index64})")
@@ -1366,7 +1390,7 @@ class _KernelCodegen(_Emitter):
                "import torch", "import triton", "import triton.language as tl",
                "from lamina.codegen.cuda import triton_helpers as lh",
                "from lamina.codegen.cuda.aligned_blas import aligned_addmm, aligned_bmm, aligned_mm",
-               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, flat_config, looped_config, persistent_configs, persistent_rows, run_tuned, split_reduction, tiled_config",
+               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, column_split, flat_config, looped_config, persistent_configs, persistent_rows, run_tuned, split_reduction, tiled_config",
                "from lamina.codegen.library_calls import call_routine", "", ""]
         names = {}
         for p, info in self.programs:

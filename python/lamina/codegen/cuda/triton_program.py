@@ -522,10 +522,24 @@ class _ProgramBuilder:
         split, chunk = p.use_param("_split"), p.use_param("_chunk")
         part = p.use_tensor("_part")
         p.emit(f"xpid = {self._pid()}")
-        p.emit(f"xrow = xpid // {split} + tl.zeros([XBLOCK, 1], tl.int32)")
         p.emit(f"xs = xpid % {split}")
-        p.emit(f"xmask = xrow < {nrows}")
-        idx = self._decompose("xrow", res_shape, "x")
+        kept = [d for d, size in enumerate(res_shape) if size != "1"]
+        if self.columns and kept:
+            # (column rows) XBLOCK neighbours along the result's last kept dim, contiguous in
+            # what the reduction reads, of one lead row: the grid is lead x tiles x _split
+            col = kept[-1]
+            last = p.sizes_in_kernel(res_shape[col])
+            p.emit(f"xtiles = ({last} + XBLOCK - 1) // XBLOCK")
+            p.emit(f"xlead = (xpid // {split}) // xtiles + tl.zeros([XBLOCK, 1], tl.int32)")
+            p.emit(f"xlast = ((xpid // {split}) % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+            p.emit(f"xrow = {_add(_mul('xlead', last), 'xlast')}")
+            p.emit(f"xmask = xlast < {last}")
+            idx = (self._decompose("xlead", res_shape[:col], "x") if col else []) \
+                + self._decompose("xlast", res_shape[col:], "xc")
+        else:
+            p.emit(f"xrow = xpid // {split} + tl.zeros([XBLOCK, 1], tl.int32)")
+            p.emit(f"xmask = xrow < {nrows}")
+            idx = self._decompose("xrow", res_shape, "x")
         p.lane_window = (f"xs * {chunk}", f"xs * {chunk} + {chunk}")
         red = self._reduction(op, 0, idx, _op_name_of(op.location))
         width = self.cg.split_width(op)
