@@ -192,7 +192,8 @@ def column_persistent_configs(rblock: int) -> list[dict]:
     return out
 
 
-COLUMN_THIN_LANES = 4096   # rows this long, too few for 32 a program on every SM: 8 a program
+COLUMN_THIN_LANES = 4096   # rows this long, too few for 32 a program on every SM ...
+COLUMN_THIN_XBLOCK = 8     # ... run this many a program
 
 
 @functools.lru_cache(maxsize=64)
@@ -211,7 +212,7 @@ def column_looped_configs(rows: int = 0, lanes: int = 0) -> list[dict]:
     if lanes >= COLUMN_THIN_LANES and rows < 2 * 32 * _sm_count():
         # few long rows (a mean over H, W of [16, 128, 128, 128] NHWC: 2048 rows of 16384):
         # 8 rows a program (one 32-byte sector of each lane's 8 neighbours), 4x the programs
-        first = [{"XBLOCK": 8, "RBLOCK": 128, "num_warps": 4}] + first
+        first = [{"XBLOCK": COLUMN_THIN_XBLOCK, "RBLOCK": 128, "num_warps": 4}] + first
     return first + rest
 
 

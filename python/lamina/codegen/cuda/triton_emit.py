@@ -49,7 +49,7 @@ from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, ro
                         _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
                         _slice_src_sets)
 from . import aligned_blas
-from .launch import flat_config, tiled_config   # (flat blocks and tiles: launch.py sizes them)
+from .launch import COLUMN_THIN_XBLOCK, flat_config, tiled_config   # (flat blocks and tiles: launch.py sizes them)
 from .triton_program import _Program, _ProgramBuilder, tile_dim, welford_partner_of, welford_roles_of
 from .online_softmax import online_softmax_pairs_of
 
@@ -622,7 +622,7 @@ class _KernelCodegen(_Emitter):
         t = ir.ShapedType(v.type)
         if any(t.is_dynamic_dim(d) for d in row_dims):
             return False
-        programs = math.prod(t.get_dim_size(d) for d in row_dims[:-1]) * -(-t.get_dim_size(row_dims[-1]) // 8)
+        programs = math.prod(t.get_dim_size(d) for d in row_dims[:-1]) * -(-t.get_dim_size(row_dims[-1]) // COLUMN_THIN_XBLOCK)
         if programs >= COLUMN_MIN_PROGRAMS:
             return False
         for op in self._reductions_of([v]):

@@ -453,14 +453,8 @@ class _ProgramBuilder:
         if self.columns:
             # XBLOCK neighbours along the last row dim of one lead row: `xlast` comes from an
             # arange, so Triton knows the accesses along it are contiguous
-            last = p.sizes_in_kernel(row_sizes[-1])
             p.emit(f"xpid = {self._pid()}")
-            p.emit(f"xtiles = ({last} + XBLOCK - 1) // XBLOCK")
-            # (a block like every row index: loads and masks of the lead dims alone need the shape)
-            p.emit("xlead = xpid // xtiles + tl.zeros([XBLOCK, 1], tl.int32)")
-            p.emit("xlast = (xpid % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-            p.emit(f"xrow = {_add(_mul('xlead', last), 'xlast')}")
-            p.emit(f"xmask = xlast < {last}")
+            self._column_block("xpid", p.sizes_in_kernel(row_sizes[-1]))
             xidx = (self._decompose("xlead", row_sizes[:-1], "x") if row_sizes[:-1] else []) + ["xlast"]
         else:
             nrows = p.sizes_in_kernel(_prod(row_sizes))
@@ -510,6 +504,18 @@ class _ProgramBuilder:
             # (stores per lane after its reductions: the row is read again, launch.looped_config)
             p.stores_lanes = L != "1"
 
+    def _column_block(self, tile: str, last: str) -> None:
+        """xlead, xlast, xrow and xmask of column tile `tile` (an expression of the program
+        id): XBLOCK neighbours along a last row dim of `last` rows, of one lead row. `xlast`
+        comes from an arange, so Triton knows the accesses along it are contiguous."""
+        p = self.p
+        p.emit(f"xtiles = ({last} + XBLOCK - 1) // XBLOCK")
+        # (a block like every row index: loads and masks of the lead dims alone need the shape)
+        p.emit(f"xlead = {tile} // xtiles + tl.zeros([XBLOCK, 1], tl.int32)")
+        p.emit(f"xlast = ({tile} % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        p.emit(f"xrow = {_add(_mul('xlead', last), 'xlast')}")
+        p.emit(f"xmask = xlast < {last}")
+
     def _split_partials(self) -> None:
         """Stage 1 of a split reduction (a group of few rows, each one long reduction:
         triton_emit._split_reduction): program (row, s) combines lanes [s * _chunk, (s + 1) *
@@ -528,12 +534,7 @@ class _ProgramBuilder:
             # (column rows) XBLOCK neighbours along the result's last kept dim, contiguous in
             # what the reduction reads, of one lead row: the grid is lead x tiles x _split
             col = kept[-1]
-            last = p.sizes_in_kernel(res_shape[col])
-            p.emit(f"xtiles = ({last} + XBLOCK - 1) // XBLOCK")
-            p.emit(f"xlead = (xpid // {split}) // xtiles + tl.zeros([XBLOCK, 1], tl.int32)")
-            p.emit(f"xlast = ((xpid // {split}) % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-            p.emit(f"xrow = {_add(_mul('xlead', last), 'xlast')}")
-            p.emit(f"xmask = xlast < {last}")
+            self._column_block(f"(xpid // {split})", p.sizes_in_kernel(res_shape[col]))
             idx = (self._decompose("xlead", res_shape[:col], "x") if col else []) \
                 + self._decompose("xlast", res_shape[col:], "xc")
         else:
