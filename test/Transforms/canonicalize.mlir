@@ -179,3 +179,24 @@ func.func @transpose_of_unit_dims(%a: tensor<2x1x24xf32>) -> (tensor<2x24x1xf32>
   %1 = "lamina.transpose"(%a) {perm = array<i64: 2, 1, 0>} : (tensor<2x1x24xf32>) -> tensor<24x1x2xf32>
   return %0, %1 : tensor<2x24x1xf32>, tensor<24x1x2xf32>
 }
+
+// A reduction over size-1 dims that keeps them (a second global mean): its input, plus +0.0
+// for a float sum or mean (torch's sum of -0.0 is +0.0); one over a bigger or a symbolic dim,
+// or one that promotes (an i32 sum to i64), stays.
+// CHECK-LABEL: func.func @reductions_of_unit_dims
+// CHECK-SAME: (%[[A:.*]]: tensor<2x8x1x1xf32>, %[[I:.*]]: tensor<2x1xi32>, %[[D:.*]]: tensor<?x1xf32>)
+// CHECK-DAG: %[[Z:.*]] = "lamina.constant"() {value = dense<0.000000e+00> : tensor<f32>}
+// CHECK-DAG: %[[M:.*]] = "lamina.add"(%[[A]], %[[Z]])
+// CHECK-DAG: %[[S:.*]] = "lamina.reduce_sum"(%[[I]])
+// CHECK-DAG: %[[K:.*]] = "lamina.reduce_mean"(%[[A]]) {{.*}}dims = array<i64: 1>
+// CHECK-DAG: %[[Q:.*]] = "lamina.reduce_max"(%[[D]]) {{.*}}dims = array<i64: 0>
+// CHECK: return %[[M]], %[[A]], %[[A]], %[[S]], %[[K]], %[[Q]]
+func.func @reductions_of_unit_dims(%a: tensor<2x8x1x1xf32>, %i: tensor<2x1xi32>, %d: tensor<?x1xf32>) -> (tensor<2x8x1x1xf32>, tensor<2x8x1x1xf32>, tensor<2x8x1x1xf32>, tensor<2x1xi64>, tensor<2x1x1x1xf32>, tensor<1x1xf32>) {
+  %0 = "lamina.reduce_mean"(%a) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<2x8x1x1xf32>) -> tensor<2x8x1x1xf32>
+  %1 = "lamina.reduce_max"(%a) {dims = array<i64: 3>, keepdim = true} : (tensor<2x8x1x1xf32>) -> tensor<2x8x1x1xf32>
+  %2 = "lamina.reduce_prod"(%a) {dims = array<i64: 2>, keepdim = true} : (tensor<2x8x1x1xf32>) -> tensor<2x8x1x1xf32>
+  %3 = "lamina.reduce_sum"(%i) {dims = array<i64: 1>, keepdim = true} : (tensor<2x1xi32>) -> tensor<2x1xi64>
+  %4 = "lamina.reduce_mean"(%a) {dims = array<i64: 1>, keepdim = true} : (tensor<2x8x1x1xf32>) -> tensor<2x1x1x1xf32>
+  %5 = "lamina.reduce_max"(%d) {dims = array<i64: 0>, keepdim = true} : (tensor<?x1xf32>) -> tensor<1x1xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x8x1x1xf32>, tensor<2x8x1x1xf32>, tensor<2x8x1x1xf32>, tensor<2x1xi64>, tensor<2x1x1x1xf32>, tensor<1x1xf32>
+}

@@ -137,21 +137,26 @@ func.func @convolution_reductions(%x: tensor<2x8x16x16xf32>, %w: tensor<32x8x3x3
 
 // -----
 
-// Rows longer than a column program keeps in registers (4096 positions): a reduction over
-// them starts a kernel of its own (which reads the NCHW result the convolution's epilogue
-// writes), a global mean and an instance norm's statistics alike.
+// Long rows (4096 positions) stay in the convolution's kernel too where the sizes are
+// static (the cuda emitter splits few long column rows across programs), a global mean and
+// an instance norm's statistics alike; with a symbolic batch a reduction over them starts a
+// kernel of its own (which reads the NCHW result the convolution's epilogue writes).
 // RUN: lamina-opt %s --split-input-file --lamina-fuse='convolution_reductions=1' | FileCheck %s --check-prefix=LONG
 // LONG-LABEL: func.func @long_rows
 // LONG: "lamina.convolution"{{.*}}lamina.kernel = 0
+// LONG: "lamina.reduce_mean"{{.*}}lamina.kernel = 0
+// LONG: "lamina.convolution"{{.*}}lamina.kernel = 1
 // LONG: "lamina.reduce_mean"{{.*}}lamina.kernel = 1
+// LONG: "lamina.sub"{{.*}}lamina.kernel = 1
 // LONG: "lamina.convolution"{{.*}}lamina.kernel = 2
 // LONG: "lamina.reduce_mean"{{.*}}lamina.kernel = 3
-// LONG: "lamina.sub"{{.*}}lamina.kernel = 3
-func.func @long_rows(%x: tensor<16x8x64x64xf32>, %w: tensor<64x8x3x3xf32>) -> (tensor<16x64x1x1xf32>, tensor<16x64x64x64xf32>) attributes {lamina.graph} {
+func.func @long_rows(%x: tensor<16x8x64x64xf32>, %w: tensor<64x8x3x3xf32>, %y: tensor<?x8x64x64xf32>) -> (tensor<16x64x1x1xf32>, tensor<16x64x64x64xf32>, tensor<?x64x1x1xf32>) attributes {lamina.graph} {
   %0 = "lamina.convolution"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<16x8x64x64xf32>, tensor<64x8x3x3xf32>) -> tensor<16x64x64x64xf32>
   %1 = "lamina.reduce_mean"(%0) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<16x64x64x64xf32>) -> tensor<16x64x1x1xf32>
   %2 = "lamina.convolution"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<16x8x64x64xf32>, tensor<64x8x3x3xf32>) -> tensor<16x64x64x64xf32>
   %3 = "lamina.reduce_mean"(%2) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<16x64x64x64xf32>) -> tensor<16x64x1x1xf32>
   %4 = "lamina.sub"(%2, %3) : (tensor<16x64x64x64xf32>, tensor<16x64x1x1xf32>) -> tensor<16x64x64x64xf32>
-  return %1, %4 : tensor<16x64x1x1xf32>, tensor<16x64x64x64xf32>
+  %5 = "lamina.convolution"(%y, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<?x8x64x64xf32>, tensor<64x8x3x3xf32>) -> tensor<?x64x64x64xf32>
+  %6 = "lamina.reduce_mean"(%5) {dims = array<i64: 2, 3>, keepdim = true} : (tensor<?x64x64x64xf32>) -> tensor<?x64x1x1xf32>
+  return %1, %4, %6 : tensor<16x64x1x1xf32>, tensor<16x64x64x64xf32>, tensor<?x64x1x1xf32>
 }

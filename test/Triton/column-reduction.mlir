@@ -1,4 +1,4 @@
-// RUN: lamina-opt %s --lamina-fuse --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
+// RUN: lamina-opt %s --lamina-fuse --lamina-outline-kernels --lamina-plan-memory --lamina-to-linalg --lamina-kernel-cse --lamina-kernel-abi --lamina-to-triton --print-triton | FileCheck %s
 
 // A sum over dim 1 of [B, R, X] reads its input along X, a kept dim: "column" rows. A
 // program takes XBLOCK neighbours along X of one lead row (xlast from an arange, split
@@ -79,3 +79,40 @@ func.func @nhwc_mean_few_programs(%x: tensor<1x128x64x64xf32>) -> tensor<1x64x1x
 // CHECK: g0_split2[(_rows,)]
 // CHECK: elif _lanes <= 256:
 // CHECK: column_persistent_configs(_rb)
+
+// An instance norm of the same input: its statistics (a mean and a variance, a Welford
+// pair) split as one reduction, four partials a chunk; the normalization, which reads them
+// per element, is element-wise then and reads NHWC while it writes NCHW: 2-D tiles.
+func.func @nhwc_instance_norm_few_programs(%x: tensor<1x128x64x64xf32>) -> tensor<1x64x128x64xf32> attributes {lamina.graph} {
+  %t = "lamina.transpose"(%x) {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x128x64x64xf32>) -> tensor<1x64x128x64xf32>
+  %m = "lamina.reduce_mean"(%t) {dims = array<i64: 0, 2, 3>, keepdim = true} : (tensor<1x64x128x64xf32>) -> tensor<1x64x1x1xf32>
+  %v = "lamina.var"(%t) {correction = 0.0 : f64, dims = array<i64: 0, 2, 3>, keepdim = true} : (tensor<1x64x128x64xf32>) -> tensor<1x64x1x1xf32>
+  %e = "lamina.constant"() {value = dense<1.0e-05> : tensor<f32>} : () -> tensor<f32>
+  %ve = "lamina.add"(%v, %e) : (tensor<1x64x1x1xf32>, tensor<f32>) -> tensor<1x64x1x1xf32>
+  %r = "lamina.rsqrt"(%ve) : (tensor<1x64x1x1xf32>) -> tensor<1x64x1x1xf32>
+  %d = "lamina.sub"(%t, %m) : (tensor<1x64x128x64xf32>, tensor<1x64x1x1xf32>) -> tensor<1x64x128x64xf32>
+  %y = "lamina.mul"(%d, %r) : (tensor<1x64x128x64xf32>, tensor<1x64x1x1xf32>) -> tensor<1x64x128x64xf32>
+  return %y : tensor<1x64x128x64xf32>
+}
+
+// CHECK-LABEL: def {{.*}}_split1(
+// CHECK: lh.welford(
+// CHECK: tl.store(_part + ((xrow * _split + xs) * 4 + 3)
+// CHECK-LABEL: def {{.*}}g0_tiled(
+// CHECK: xy = ((xpid // xtiles) % ytiles) * YBLOCK + tl.arange(0, YBLOCK)[:, None]
+// CHECK-LABEL: def launch(
+// CHECK: _split, _chunk, _srb, _swarps = column_split((1) * ((64 + 31) // 32), _lanes, 4)
+// CHECK: _part = torch.empty((_rows * _split * 4,)
+// CHECK: g0_tiled[
+
+// An element-wise group that reads a matrix transposed: 2-D tiles, each access contiguous
+// along one of the tile's axes (a flat program would gather one element per sector).
+func.func @transposed_add(%x: tensor<256x128xf32>, %y: tensor<128x256xf32>) -> tensor<128x256xf32> attributes {lamina.graph} {
+  %t = "lamina.transpose"(%x) {perm = array<i64: 1, 0>} : (tensor<256x128xf32>) -> tensor<128x256xf32>
+  %s = "lamina.add"(%t, %y) : (tensor<128x256xf32>, tensor<128x256xf32>) -> tensor<128x256xf32>
+  return %s : tensor<128x256xf32>
+}
+
+// CHECK-LABEL: def {{.*}}g0_tiled(
+// CHECK-LABEL: def launch(
+// CHECK: g0_tiled[

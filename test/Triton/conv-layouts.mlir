@@ -35,9 +35,9 @@ func.func @block(%x: tensor<2x8x6x6xf32>, %w1: tensor<8x8x3x3xf32>, %w2: tensor<
 // TRITON: tl.store(a2 + {{.*}}a2_stride1
 // TRITON: def launch(a0, a1, a2):
 // TRITON: t0 = torch.empty((2, 8, 6, 6), dtype=torch.float32, device=_device, memory_format=torch.channels_last)
-// TRITON: c0 = torch.ops.aten.convolution(t0, t1,
+// TRITON: c0 = torch.convolution(t0, t1,
 // TRITON-LABEL: # ---- block_kernel_1
 // TRITON: def launch(a0, a1, a2, a3):
 // TRITON-NOT: t0 = torch.empty((2, 8, 6, 6)
-// TRITON: c0 = torch.ops.aten.convolution(a0, t0,
+// TRITON: c0 = torch.convolution(a0, t0,
 // TRITON: g0_tiled[(2,)](c0, a2, a3, c0.stride(0), c0.stride(1), c0.stride(2), c0.stride(3), XBLOCK=64, YBLOCK=8,

@@ -14,6 +14,7 @@ its dtype) nothing is rewritten. Rewrites:
     broadcast_to(x) to x's static type -> x     broadcast_to(broadcast_to(x)) -> broadcast_to(x)
     cast(x) to x's type -> x             where(c, x, x) -> x (static shapes)
     slice(x) covering all of a static dim (step 1) -> x
+    reduce_{max,min,prod}(x) over size-1 dims, kept -> x;  reduce_{sum,mean} -> x + 0.0 (floats)
 
 "1" and "0" are lamina.constant operands whose every element is 1 (0). Replaced ops'
 producers are left for lamina-dce. The rewrites run as MLIR Python rewrite patterns
@@ -31,7 +32,7 @@ from mlir import rewrite as rw
 from ..dialect import ops as lops
 from ..dialect import types as T
 from .common import (PassFailure, constant_array, defining_lamina, in_module_context, lamina_ops, reject_options,
-                     splat_scalar)
+                     splat_attr, splat_scalar)
 from .registry import register_pass
 
 _MAX_CHECKED_ELEMENTS = 1 << 16
@@ -140,6 +141,27 @@ def _sub_zero(op, ip):
 def _div_one(op, ip):
     lhs, rhs = op.operands
     return _if_same_type(lhs, op) if _is_all(rhs, 1) else None
+
+
+@rewrite("reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min")
+def _reduce_unit_dims(op, ip):
+    """A reduction whose result has its input's type reduces dims of size 1 only, keeping
+    them (a second global mean of a [N, C, 1, 1] mean): each result is its one element;
+    a float sum or mean adds it to +0.0, as torch's do (-0.0 becomes +0.0)."""
+    x = op.operands[0]
+    if x.type != _result_type(op):
+        return None
+    elem = ir.RankedTensorType(x.type).element_type
+    if not op.name.endswith(("_sum", "_mean")) or not T.is_float(elem):
+        return x
+    try:
+        with ip(), op.location:
+            scalar = ir.RankedTensorType.get([], elem)
+            zero = ir.Operation.create("lamina.constant", results=[scalar],
+                                       attributes={"value": splat_attr(0.0, scalar)}).result
+            return lops.build("add", [x, zero], result_type=x.type)
+    except Exception:
+        return None
 
 
 @rewrite("transpose")

@@ -123,20 +123,21 @@ def _set_kernel(op: ir.Operation, kernel: int) -> None:
     op.attributes[KERNEL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kernel)
 
 
-# the longest rows the cuda emitter's column programs keep in registers (codegen/cuda/triton_emit.py)
-COLUMN_PERSISTENT_MAX = 256
-
-
 def _is_convolution(op: ir.Operation) -> bool:
     return op.name == "lamina.convolution" or _takes_epilogue(op)
 
 
 def _reduces_along_layout(op: ir.Operation) -> bool:
-    """A reduction of a rank-4/5 ([N, C, *spatial]) value over all its spatial dims, at most
-    COLUMN_PERSISTENT_MAX of them (a global mean, instance norm's statistics), or over its
-    channels alone (a softmax or a min over them): read from a channels-last convolution
-    result, its rows or its lanes run along the contiguous channels (not so training batch
-    norm's statistics, a few long rows per channel, nor a layer norm over W alone)."""
+    """A reduction of a rank-4/5 ([N, C, *spatial]) value over all its spatial dims (a
+    global mean, instance norm's statistics; static sizes) or over its channels alone (a
+    softmax or a min over them): read from a channels-last convolution result, its rows or
+    its lanes run along the contiguous channels (not so training batch norm's statistics, a
+    few long rows per channel, nor a layer norm over W alone). Long spatial rows that are
+    few split across programs (the cuda emitter's column split; kernel times on an H200,
+    fp32, fused against a kernel of its own reading the NCHW copy: Conv2d + GELU + global
+    mean 0.258 -> 0.218 ms, ConvTranspose2d + multiply + global mean 0.187 -> 0.155;
+    benchmarks/gpu_column_reductions.py). Symbolic sizes stay unfused: column programs that
+    loop over few long rows read at 0.75-1.6 TB/s."""
     if op_kind(op.name) != "reduction" or not op.operands:
         return False
     t = op.operands[0].type
@@ -152,16 +153,7 @@ def _reduces_along_layout(op: ir.Operation) -> bool:
     spatial = {d for d in range(2, t.rank) if t.is_dynamic_dim(d) or t.get_dim_size(d) != 1}
     if not dims or dims == {1}:   # (no dims left: a reduction over unit dims)
         return True
-    if dims != spatial or not t.has_static_shape:
-        return False
-    # Rows that a column program keeps in registers (one read of the result, rows along the
-    # channels). Longer ones are left to a kernel of their own that reads the NCHW copy the
-    # convolution's epilogue writes: column programs that loop over their lanes read at
-    # 0.75-1.6 TB/s on an H200, a plain row reduction at 3.5 (fused, KernelBench's Conv2d +
-    # GELU + global mean 1.24 -> 1.52 ms, ConvTranspose2d + Multiply + global mean 0.70 ->
-    # 0.62; Conv2d + InstanceNorm kernels 0.19 -> 0.29 ms). Column programs that split
-    # their lanes (triton_emit: few of them) would change that; not measured on a GPU yet.
-    return math.prod(t.shape[2:]) <= COLUMN_PERSISTENT_MAX
+    return dims == spatial and t.has_static_shape
 
 
 def _regroups_batch_channels(op: ir.Operation) -> bool:

@@ -38,6 +38,11 @@ CASES = {
     "nhwc_instance_norm": (lambda y: F.instance_norm(y.permute(0, 3, 1, 2)), (2, 6, 5, 40)),
     "nhwc_mean_split": (lambda y: torch.tanh(y.permute(0, 3, 1, 2)).mean((2, 3)), (2, 64, 64, 48)),
     "nhwc_amax_split": (lambda y: y.permute(0, 3, 1, 2).amax((2, 3), keepdim=True) + 1, (1, 96, 48, 40)),
+    # ... or their statistics' (instance norm's sum and squared deviations, a Welford pair;
+    # a softmax over H, W's max and sum of exps, an online softmax pair); the normalization
+    # itself then reads NHWC and writes NCHW in 2-D tiles
+    "nhwc_instance_norm_split": (lambda y: F.instance_norm(y.permute(0, 3, 1, 2)), (2, 64, 64, 48)),
+    "nhwc_spatial_softmax_split": (lambda y: y.permute(0, 3, 1, 2).flatten(2).softmax(-1), (1, 64, 80, 40)),
 }
 
 

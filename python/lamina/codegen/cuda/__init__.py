@@ -58,9 +58,10 @@ class CudaTarget:
     gpu_arch = None   # "sm_90": the NVVM generator's chip (default: nvvm_lower.DEFAULT_ARCH)
     # matmul -> scale/mask -> softmax -> matmul is one kernel: a flash-attention program
     # (attention.py) when it matches, the scores never written to memory
-    # A reduction of a convolution's result over its channels, or over few spatial positions,
-    # stays in the convolution's kernel: it reads cuDNN's channels-last result once, in lanes
-    # or column rows (triton_emit._column_rows) along the channels (fusion._reduces_along_layout)
+    # A reduction of a convolution's result over its channels, or over all its spatial
+    # positions (static sizes), stays in the convolution's kernel: it reads cuDNN's
+    # channels-last result once, in lanes or column rows (triton_emit._column_rows) along the
+    # channels, split across programs where they are few and long (fusion._reduces_along_layout)
     fusion_options = {"attention": True, "convolution_reductions": True}
     # data-movement kernels' outputs may become views of their inputs (operand_views.py):
     # the memory plan keeps those inputs live while the views are

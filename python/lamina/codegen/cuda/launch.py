@@ -160,21 +160,30 @@ def split_reduction(rows: int, lanes: int, elem_bytes: int = 4) -> tuple[int, in
 
 COLUMN_SPLIT_RBLOCK = 32   # lanes a stage-1 program of a split column group loads per step
 COLUMN_SPLIT_MIN_CHUNK = 512   # lanes it reduces at least
+# stage-1 programs per SM: 16 a SM of 32 rows x 32 lanes a step in 4 warps were best of
+# 24 (programs per SM 4 / 8 / 16, XBLOCK 32-128, RBLOCK 16-64, 4 / 8 warps) for means over
+# H, W of four NHWC shapes on an H200 (benchmarks/gpu_column_split_sweep.py): [16, 128,
+# 128, 128] fp32 0.046 ms against 0.058 at 4 a SM (Inductor 0.042)
+COLUMN_SPLIT_PROGRAMS_PER_SM = 16
 
 
-def column_split(tiles: int, lanes: int) -> tuple[int, int, int, int]:
+def column_split(tiles: int, lanes: int, width: int = 1) -> tuple[int, int, int, int]:
     """(programs per row tile, lanes per program, lanes per step, warps) for a column group
     of `tiles` tiles of 32 rows whose rows are long (1, 0, ...: no split): about
-    SPLIT_PROGRAMS_PER_SM programs per SM in all, each at least COLUMN_SPLIT_MIN_CHUNK lanes
+    COLUMN_SPLIT_PROGRAMS_PER_SM programs per SM in all, each at least COLUMN_SPLIT_MIN_CHUNK lanes
     (a multiple of the step), at most 1024 per row (stage 2 combines them in one block).
-    Inductor splits such reductions the same way (a mean over H, W of an NHWC tensor)."""
-    target = SPLIT_PROGRAMS_PER_SM * _sm_count()
+    Inductor splits such reductions the same way (a mean over H, W of an NHWC tensor).
+    A Welford pair (`width` 4 partials: instance norm's statistics) steps half as many
+    lanes: its four accumulators a lane (H200 kernel times, [4, 256, 128, 128] NHWC, fp32
+    0.109 -> 0.101 ms, bf16 0.059 -> 0.055; a mean's the same either way)."""
+    step = COLUMN_SPLIT_RBLOCK // 2 if width == 4 else COLUMN_SPLIT_RBLOCK
+    target = COLUMN_SPLIT_PROGRAMS_PER_SM * _sm_count()
     split = min(1024, max(1, target // max(tiles, 1)), lanes // COLUMN_SPLIT_MIN_CHUNK)
     if split <= 1:
-        return 1, 0, COLUMN_SPLIT_RBLOCK, 4
+        return 1, 0, step, 4
     chunk = -(-lanes // split)
-    chunk = -(-chunk // COLUMN_SPLIT_RBLOCK) * COLUMN_SPLIT_RBLOCK
-    return -(-lanes // chunk), chunk, COLUMN_SPLIT_RBLOCK, 4
+    chunk = -(-chunk // step) * step
+    return -(-lanes // chunk), chunk, step, 4
 
 
 @functools.lru_cache(maxsize=None)

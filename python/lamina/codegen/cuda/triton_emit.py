@@ -68,11 +68,12 @@ LONG_LANES = 65536         # ... and at least this many lanes per row computes i
 COLUMN_PERSISTENT_MAX = 256   # longest row a column-rows program keeps in registers (XBLOCK >= 16 of them)
 # Column rows run XBLOCK rows a program (8 where rows are long and few:
 # launch.column_looped_configs). A group of fewer programs than this whose rows have at
-# least COLUMN_LONG_LANES lanes splits its lanes across programs where it stores one plain
-# reduction's results (a mean over H, W), else runs as plain rows: a mean over H, W of
-# [16, 128, 128, 128] NHWC in 64 column programs of 32 rows took 0.28 ms, as plain rows 0.20
-# (H200; Inductor's split 0.05)
-COLUMN_MIN_PROGRAMS = 128
+# least COLUMN_LONG_LANES lanes splits its lanes across programs (launch.column_split):
+# kernel times of a mean over H, W of NHWC tensors on an H200, 8-row programs -> split:
+# [16, 128, 128, 128] (256 programs) 0.050 -> 0.034 ms, [4, 256, 128, 128] (128) 0.044 ->
+# 0.019 (Inductor 0.035, 0.019); [32, 256, 64, 64] (1024) 0.033 either way
+# (benchmarks/gpu_column_reductions.py)
+COLUMN_MIN_PROGRAMS = 512
 COLUMN_LONG_LANES = 4096
 COLUMN_SPLIT_XBLOCK = 32   # rows a stage-1 program of a split column group reduces (launch.column_split)
 
@@ -616,6 +617,35 @@ class _KernelCodegen(_Emitter):
         self._walk_dims(v, [{d} for d in range(rank)], reduction, leaf)
         return not found["reduced"] and (found["along"] or isinstance(rows, tuple))
 
+    def _reads_transposed(self, values: list, shape: list[str]) -> bool:
+        """Whether element-wise `values` of `shape` read a tensor from memory (through
+        element-wise ops, transposes and reshapes) whose contiguous dim is the group's
+        tile_dim while another of its dims walks the group's last dim: an NHWC tensor viewed
+        NCHW, a transposed matrix. A flat program reads it one element per 32-byte sector
+        (an in-graph NHWC -> NCHW normalization on an H200: 0.14 ms, Inductor's tiled kernel
+        0.06); 2-D tiles keep both the loads and the stores contiguous."""
+        rank = len(shape)
+        y, last = tile_dim(shape), rank - 1
+        if rank < 2 or shape[last] == "1" or (shape[y].isdigit() and int(shape[y]) < 8):
+            return False
+        found = False
+
+        def leaf(x, sets):
+            nonlocal found
+            inner = self._innermost_dim(x)
+            if inner is None:
+                return
+            xt = ir.ShapedType(x.type)
+            if not xt.is_dynamic_dim(inner) and xt.get_dim_size(inner) == 1:
+                return
+            if y in sets[inner] and last not in sets[inner] \
+                    and any(last in s for d, s in enumerate(sets) if d != inner):
+                found = True
+
+        for v in values:
+            self._walk_dims(v, [{d} for d in range(rank)], lambda *_: None, leaf)
+        return found
+
     def _few_column_programs(self, v: ir.Value, row_dims: list) -> bool:
         """Static sizes giving column programs fewer than COLUMN_MIN_PROGRAMS, each reducing
         rows of COLUMN_LONG_LANES lanes or more."""
@@ -811,7 +841,7 @@ class _KernelCodegen(_Emitter):
             views = [f"{v}.contiguous()" for v in views]
         res = c.results[0]
         out_elem, in_elem = _elem(res.type), _elem(x.type)
-        call = (f"torch.ops.aten.convolution({views[0]}, {views[1]}, None, {stride}, {padding}, {dilation}, "
+        call = (f"torch.convolution({views[0]}, {views[1]}, None, {stride}, {padding}, {dilation}, "
                 f"False, {[0] * r}, {groups})")
         if not channels_last:
             call = f"{call}.contiguous()"
@@ -1066,12 +1096,21 @@ class _KernelCodegen(_Emitter):
         if columns and (self._few_column_programs(items[0][0], row_dims_of(rows))
                         or self._few_long_rows(items, shape, rows)):
             # column programs of XBLOCK rows each would leave most SMs idle: their lanes
-            # split across programs (a group storing one plain reduction's results), else
-            # plain rows
+            # split across programs (a group storing one reduction's results, or a Welford
+            # or online softmax pair's); a group storing more (a softmax over H, W of an
+            # NHWC tensor) computes its reductions first, each a group of its own that
+            # splits, then the rest element-wise (in 2-D tiles: _reads_transposed)
             column_split = self._split_reduction(items, shape, rows)
-            if column_split is None or self._split_partners.get(column_split) is not None \
-                    or self.split_width(column_split) != 1:
-                columns, column_split = False, None
+            if column_split is None:
+                stored = {v for v, *_ in items}
+                before = len(self.materialized)
+                if not any(r in stored for op in self._reductions_of(list(stored)) for r in op.results):
+                    # (a group storing a reduction's own results is such a temporary)
+                    for v, *_ in items:
+                        self._materialize_reductions(v)
+                if len(self.materialized) > before:
+                    return self._group(name, shape, self._row_dims(items[0][0]), items)
+                columns = False
         if rows is not None and not columns and self._few_long_rows(items, shape, rows):
             # few rows of many lanes (batch norm's statistics per channel, then every
             # element): the reductions first, each split across programs, then the
@@ -1087,8 +1126,15 @@ class _KernelCodegen(_Emitter):
             variants = variants + ["split1", "split2"]
         built = {}
         for variant in variants:
+            materialized = len(self.materialized)
             p, info = self._build(f"{name}_{variant}", variant, shape, rows, items, columns, split_op, partner)
-            if variant == "flat" and len(shape) >= 2 and self._reads_or_writes_channels_last(p, items):
+            if rows is not None and len(self.materialized) > materialized \
+                    and all(self._row_dims(v) is None for v, *_ in items):
+                # every reduction it read went into a temporary (read per lane: instance
+                # norm's statistics of a reshaped input): what is left is element-wise
+                return self._group(name, shape, None, items)
+            if variant == "flat" and len(shape) >= 2 and (self._reads_or_writes_channels_last(p, items)
+                                                          or self._reads_transposed([v for v, *_ in items], shape)):
                 p, info = self._build(f"{name}_tiled", "tiled", shape, rows, items)
                 variant = "tiled"
             p.name_by_content()
@@ -1303,9 +1349,11 @@ class _KernelCodegen(_Emitter):
                 s2, info2 = built["split2"]
                 acc = T.torch_dtype_text(_acc_elem_of(split_op))
                 tiles = f"({lead}) * (({last} + {COLUMN_SPLIT_XBLOCK - 1}) // {COLUMN_SPLIT_XBLOCK})"
-                L.append(f"    _split, _chunk, _srb, _swarps = column_split({tiles}, _lanes)")
+                width = self.split_width(split_op)   # (a pair: several partials each)
+                L.append(f"    _split, _chunk, _srb, _swarps = column_split({tiles}, _lanes{f', {width}' if width > 1 else ''})")
                 L.append("    if _split > 1:")
-                L.append(f"        _part = torch.empty((_rows * _split,), dtype={acc}, device=_device)")
+                parts = "_rows * _split" + (f" * {width}" if width > 1 else "")
+                L.append(f"        _part = torch.empty(({parts},), dtype={acc}, device=_device)")
                 L.append(f"        {s1.name}[({tiles} * _split,)]({', '.join(info1['call_args'])}, "
                          f"XBLOCK={COLUMN_SPLIT_XBLOCK}, RBLOCK=_srb, {index64}, num_warps=_swarps)")
                 L.append(f"        {s2.name}[(_rows,)]({', '.join(info2['call_args'])}, XBLOCK=1, "
