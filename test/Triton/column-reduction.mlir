@@ -82,20 +82,30 @@ func.func @nhwc_mean_few_programs(%x: tensor<1x128x64x64xf32>) -> tensor<1x64x1x
 
 // An instance norm of the same input: its statistics (a mean and a variance, a Welford
 // pair) split as one reduction, four partials a chunk; the normalization, which reads them
-// per element, is element-wise then and reads NHWC while it writes NCHW: 2-D tiles.
-func.func @nhwc_instance_norm_few_programs(%x: tensor<1x128x64x64xf32>) -> tensor<1x64x128x64xf32> attributes {lamina.graph} {
-  %t = "lamina.transpose"(%x) {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x128x64x64xf32>) -> tensor<1x64x128x64xf32>
-  %m = "lamina.reduce_mean"(%t) {dims = array<i64: 0, 2, 3>, keepdim = true} : (tensor<1x64x128x64xf32>) -> tensor<1x64x1x1xf32>
-  %v = "lamina.var"(%t) {correction = 0.0 : f64, dims = array<i64: 0, 2, 3>, keepdim = true} : (tensor<1x64x128x64xf32>) -> tensor<1x64x1x1xf32>
+// per element, is element-wise then and reads NHWC while it writes NCHW: 2-D tiles. (The
+// statistics are over the [1, N * C, H, W] reshape torch's instance norm makes.)
+func.func @nhwc_instance_norm_few_programs(%x: tensor<2x128x64x32xf32>) -> tensor<2x32x128x64xf32> attributes {lamina.graph} {
+  %t = "lamina.transpose"(%x) {perm = array<i64: 0, 3, 1, 2>} : (tensor<2x128x64x32xf32>) -> tensor<2x32x128x64xf32>
+  %b = "lamina.reshape"(%t) : (tensor<2x32x128x64xf32>) -> tensor<1x64x128x64xf32>
+  %m = "lamina.reduce_mean"(%b) {dims = array<i64: 0, 2, 3>, keepdim = true} : (tensor<1x64x128x64xf32>) -> tensor<1x64x1x1xf32>
+  %v = "lamina.var"(%b) {correction = 0.0 : f64, dims = array<i64: 0, 2, 3>, keepdim = true} : (tensor<1x64x128x64xf32>) -> tensor<1x64x1x1xf32>
   %e = "lamina.constant"() {value = dense<1.0e-05> : tensor<f32>} : () -> tensor<f32>
   %ve = "lamina.add"(%v, %e) : (tensor<1x64x1x1xf32>, tensor<f32>) -> tensor<1x64x1x1xf32>
   %r = "lamina.rsqrt"(%ve) : (tensor<1x64x1x1xf32>) -> tensor<1x64x1x1xf32>
-  %d = "lamina.sub"(%t, %m) : (tensor<1x64x128x64xf32>, tensor<1x64x1x1xf32>) -> tensor<1x64x128x64xf32>
+  %d = "lamina.sub"(%b, %m) : (tensor<1x64x128x64xf32>, tensor<1x64x1x1xf32>) -> tensor<1x64x128x64xf32>
   %y = "lamina.mul"(%d, %r) : (tensor<1x64x128x64xf32>, tensor<1x64x1x1xf32>) -> tensor<1x64x128x64xf32>
-  return %y : tensor<1x64x128x64xf32>
+  %o = "lamina.reshape"(%y) : (tensor<1x64x128x64xf32>) -> tensor<2x32x128x64xf32>
+  return %o : tensor<2x32x128x64xf32>
 }
 
 // CHECK-LABEL: def {{.*}}_split1(
+// (the reshape's index, split with its ranges: no division a lane, _split_terms)
+// CHECK: tl.load(a0 + (xi{{[0-9]+}} + (xi{{[0-9]+}} * 262144)), mask=xmask, other=0)
+// CHECK: [[N:xi[0-9]+]] = (xlast // 32)
+// CHECK-NEXT: [[C:xi[0-9]+]] = (xlast % 32)
+// CHECK-NEXT: for roff in range(
+// CHECK-NOT: xlast
+// CHECK: tl.load(a0 + ((([[C]] + (r_r{{[0-9]+}} * 32)) + (r_r{{[0-9]+}} * 2048)) + ([[N]] * 262144)), mask=
 // CHECK: lh.welford(
 // CHECK: tl.store(_part + ((xrow * _split + xs) * 4 + 3)
 // CHECK-LABEL: def {{.*}}g0_tiled(

@@ -693,7 +693,7 @@ class _ProgramBuilder:
                 # (only then: tensor_load and mask_for read an offset's dependence on the
                 # rows, the lanes and the program's values off its names, which a let hides)
                 lin = p.let(lin, prefix="i")
-            src = self._split(lin, cg.shape(srcv))
+            src = self._split(lin, cg.shape(srcv), _index_terms(idx, cg.shape(v)))
             return self.value(srcv, src, cond)
         if name == "tensor.extract_slice":
             srcv = op.operands[0]
@@ -749,10 +749,16 @@ class _ProgramBuilder:
             return "0"
         return self.value(dest, idx, cond)
 
-    def _split(self, linear: str, sizes: list[str]) -> list[str]:
-        """Multi-index of `linear` over `sizes` (row-major), as expressions."""
+    def _split(self, linear: str, sizes: list[str], terms: list | None = None) -> list[str]:
+        """Multi-index of `linear` over `sizes` (row-major), as expressions; with `terms`
+        (linear as a sum of indices times static strides, _index_terms), each index
+        without the divisions and remainders its in-bounds ranges make exact
+        (_split_terms)."""
         p = self.p
         out = _row_major(p, linear, sizes)
+        if terms is not None and all(_is_int(x) for x in sizes):
+            out = [simple if simple is not None else full
+                   for simple, full in zip(_split_terms(terms, [int(x) for x in sizes]), out)]
         def prefix(x: str) -> str:   # the names say what an index depends on (masks read them)
             if re.search(r"\br\w*", x) or p.depends_on_lanes(x):
                 return "ri"
@@ -1611,6 +1617,63 @@ def _may_be_unaligned(shape: list[str]) -> bool:
 def tile_dim(shape: list[str]) -> int:
     """The dim a tiled program's YBLOCK runs along: the channels of an [N, C, *spatial] shape."""
     return 1 if len(shape) >= 3 else 0
+
+
+def _index_terms(idx: list[str], sizes: list[str]) -> list[tuple[str, int, int]] | None:
+    """The row-major offset of `idx` in static `sizes` as (index, stride, extent) terms,
+    dims of extent 1 left out (their in-bounds index is 0); None for symbolic sizes."""
+    if not all(_is_int(x) for x in sizes) or any(re.search(r"\b(?:v|acc)\w*", x) for x in idx):
+        return None   # (an index computed from data may be out of range in a lane that runs)
+    terms, stride = [], 1
+    for d in reversed(range(len(sizes))):
+        n = int(sizes[d])
+        if n != 1 and idx[d] != "0":
+            terms.append((idx[d], stride, n))
+        stride *= n
+    return terms
+
+
+def _split_terms(terms: list[tuple[str, int, int]], sizes: list[int]) -> list[str | None]:
+    """Each index of the row-major offset sum(index * stride) over `sizes`, as (offset //
+    stride') % size' simplified with the terms' ranges (index in [0, extent): an index out
+    of its range belongs to a masked lane, whose address is never used). The quotient: terms
+    whose stride is a multiple of stride' divide exactly; of the others, one whose stride
+    divides stride' contributes index // (stride' / stride) when the rest stay under its
+    stride, and the rest must stay under stride'. The remainder: quotient terms whose
+    coefficient is a multiple of size' drop out, and it drops when what is left stays under
+    size'. None for an index this does not make simpler. Reshapes between [N, C, H, W] and
+    [1, N * C, H, W] (instance norm) or [N, G, C/G * H * W] (group norm) then index with no
+    division a lane (six integer divisions and remainders an element before: an NHWC
+    instance norm's Welford statistics took twice a mean's time on an H200)."""
+    out: list[str | None] = []
+    strides, stride = [], 1
+    for n in reversed(sizes):
+        strides.append(stride)
+        stride *= n
+    strides.reverse()
+    for size, st in zip(sizes, strides):
+        if size == 1:
+            out.append("0")
+            continue
+        exact = [(t, c // st, n) for t, c, n in terms if c % st == 0]
+        others = sorted(((t, c, n) for t, c, n in terms if c % st != 0), key=lambda x: x[1])
+        quotient = [(t, c, n) for t, c, n in exact]
+        if others and sum(c * (n - 1) for _, c, n in others) >= st:
+            # the largest-stride one may divide the quotient's stride, the rest under it
+            t, c, n = others[-1]
+            if st % c != 0 or sum(ci * (ni - 1) for _, ci, ni in others[:-1]) >= c:
+                out.append(None)
+                continue
+            k = st // c
+            quotient.append((f"({t} // {k})", 1, -(-n // k)))
+        kept = [(t, c, n) for t, c, n in quotient if c % size != 0]
+        expr = "0"
+        for t, c, _ in kept:
+            expr = _add(expr, _mul(t, str(c)))
+        if sum(c * (n - 1) for _, c, n in kept) >= size:
+            expr = f"({expr} % {size})"
+        out.append(expr)
+    return out
 
 
 def _row_major(p: _Program, linear: str, sizes: list[str]) -> list[str]:
