@@ -1130,8 +1130,8 @@ class _KernelCodegen(_Emitter):
             p, info = self._build(f"{name}_{variant}", variant, shape, rows, items, columns, split_op, partner)
             if rows is not None and len(self.materialized) > materialized \
                     and all(self._row_dims(v) is None for v, *_ in items):
-                # every reduction it read went into a temporary (read per lane: instance
-                # norm's statistics of a reshaped input): what is left is element-wise
+                # every reduction it read went into a temporary (read per lane: a norm's
+                # statistics through a reshape of symbolic sizes): what is left is element-wise
                 return self._group(name, shape, None, items)
             if variant == "flat" and len(shape) >= 2 and (self._reads_or_writes_channels_last(p, items)
                                                           or self._reads_transposed([v for v, *_ in items], shape)):
