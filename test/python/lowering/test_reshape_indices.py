@@ -56,3 +56,9 @@ def test_instance_norm_reshape_needs_no_division_a_lane():
 
 def test_indices_read_from_data_are_not_split():
     assert _index_terms(["v3", "r"], ["4", "8"]) is None
+
+
+def test_zero_size_shapes_are_left_alone():
+    # (strides of 0 there: nothing to simplify, and no lane runs)
+    assert _index_terms(["x", "r"], ["0", "5"]) is None
+    assert _split_terms([("x", 5, 2), ("r", 1, 5)], [2, 0, 5]) == [None, None, None]

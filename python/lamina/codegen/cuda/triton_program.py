@@ -1624,6 +1624,8 @@ def _index_terms(idx: list[str], sizes: list[str]) -> list[tuple[str, int, int]]
     dims of extent 1 left out (their in-bounds index is 0); None for symbolic sizes."""
     if not all(_is_int(x) for x in sizes) or any(re.search(r"\b(?:v|acc)\w*", x) for x in idx):
         return None   # (an index computed from data may be out of range in a lane that runs)
+    if any(int(x) == 0 for x in sizes):
+        return None   # (no elements: no lane runs)
     terms, stride = [], 1
     for d in reversed(range(len(sizes))):
         n = int(sizes[d])
@@ -1645,6 +1647,8 @@ def _split_terms(terms: list[tuple[str, int, int]], sizes: list[int]) -> list[st
     [1, N * C, H, W] (instance norm) or [N, G, C/G * H * W] (group norm) then index with no
     division a lane (six integer divisions and remainders an element before: an NHWC
     instance norm's Welford statistics took twice a mean's time on an H200)."""
+    if 0 in sizes:
+        return [None] * len(sizes)
     out: list[str | None] = []
     strides, stride = [], 1
     for n in reversed(sizes):
