@@ -1659,9 +1659,8 @@ def _split_terms(terms: list[tuple[str, int, int]], sizes: list[int]) -> list[st
         if size == 1:
             out.append("0")
             continue
-        exact = [(t, c // st, n) for t, c, n in terms if c % st == 0]
+        quotient = [(t, c // st, n) for t, c, n in terms if c % st == 0]   # (exact)
         others = sorted(((t, c, n) for t, c, n in terms if c % st != 0), key=lambda x: x[1])
-        quotient = [(t, c, n) for t, c, n in exact]
         if others and sum(c * (n - 1) for _, c, n in others) >= st:
             # the largest-stride one may divide the quotient's stride, the rest under it
             t, c, n = others[-1]
