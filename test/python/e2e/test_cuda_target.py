@@ -359,6 +359,47 @@ def test_unaligned_long_rows_loop_from_16_element_boundaries(tmp_path):
     assert "xrowa = tl.multiple_of(xrows - rs, 16)" in programs and "(xrowa + j)" in programs
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_persistent_rows_of_odd_length_state_their_lanes_alignment(tmp_path, dtype):
+    """A persistent row program over 1001 or 1002 lanes tells Triton its lanes are aligned
+    to 1 or 2 elements (triton_program._lane_alignment), 1008 lanes nothing: layer norms with
+    a weight and a bias (the accesses Triton would otherwise lay out 16 bytes a thread), an
+    input at a storage offset, nan in one row, the ends of every row."""
+    import torch.nn.functional as F
+
+    def f(x, w, b):
+        return F.layer_norm(x, x.shape[-1:], w, b), torch.softmax(x, -1) * w
+
+    for n, hint in ((1001, "[1, 1]"), (1002, "[1, 2]"), (1008, None)):
+        base = torch.randn(7 * n + 3, device=DEVICE) * 3
+        x = base[3:].view(7, n).to(dtype)
+        x[2, 5], x[4, 0], x[5, -1] = float("nan"), 40.0, -40.0
+        w, b = torch.randn(n, device=DEVICE, dtype=dtype), torch.randn(n, device=DEVICE, dtype=dtype)
+        dump = tmp_path / str(n)
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(dump)})
+        tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+        for g, want in zip(compiled(x, w, b), f(x.double(), w.double(), b.double())):
+            torch.testing.assert_close(g.double(), want, rtol=tol, atol=tol, equal_nan=True)
+        programs = "".join(p.read_text() for p in dump.glob("*.cuda.py"))
+        stated = "r = tl.multiple_of(tl.arange(0, RBLOCK)[None, :], " + (hint or "")
+        assert (stated in programs) if hint else ("tl.multiple_of(tl.arange(0, RBLOCK)" not in programs)
+        if hint:
+            assert "lane_align=" in programs
+
+
+def test_persistent_configs_of_narrow_lane_accesses():
+    """Rows whose lane accesses are one or two elements wide start from fewer elements a
+    thread (launch.PERSISTENT_NARROW_ELEMENTS_PER_THREAD): more warps a row; accesses of 16
+    bytes keep the heuristic they had, and every candidate stays in the list to tune."""
+    from lamina.codegen.cuda.launch import persistent_configs
+
+    for rblock, elem in ((8192, 2), (4096, 4), (8192, 4)):
+        wide, narrow = persistent_configs(rblock, None, elem), persistent_configs(rblock, None, elem, lane_align=1)
+        assert narrow[0]["num_warps"] > wide[0]["num_warps"] and narrow[0]["XBLOCK"] == wide[0]["XBLOCK"]
+        assert sorted(map(str, narrow)) == sorted(map(str, wide))
+        assert persistent_configs(rblock, None, elem, lane_align=16 // elem) == wide
+
 def test_mean_and_variance_of_few_long_rows_split_in_one_pass(tmp_path):
     """Few long rows (a layer norm of 65536 lanes, batch norm's statistic per channel) split
     each row across programs: the sum and the squared deviations are one split reduction,

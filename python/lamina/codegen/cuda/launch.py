@@ -65,12 +65,14 @@ def tiled_config(xsize: int, ysize: int) -> tuple[int, int, int]:
     return xb, yb, max(1, min(4, xb * yb // 256))
 
 
-def persistent_configs(rblock: int, rows: int | None = None, elem_bytes: int = 4) -> list[dict]:
+def persistent_configs(rblock: int, rows: int | None = None, elem_bytes: int = 4, lane_align: int = 16) -> list[dict]:
     """Rows per program (XBLOCK) and warps for a persistent row program with `rblock` lanes
     of at most `elem_bytes` each (the widest tensor it loads), heuristic first
     (_persistent_tiles). With few `rows`, fewer rows per program, so that every SM gets a
-    program (128 rows of 256: 128 programs of 1 row, not 16 of 8)."""
-    tiles = _persistent_tiles(rblock, elem_bytes)
+    program (128 rows of 256: 128 programs of 1 row, not 16 of 8). `lane_align`: the lanes'
+    alignment the program states (triton_program._lane_alignment); accesses narrower than
+    16 bytes go faster with fewer elements a thread."""
+    tiles = _persistent_tiles(rblock, elem_bytes, lane_align * elem_bytes < 16)
     if rows is None:
         return tiles
     sms = _sm_count()
@@ -226,15 +228,20 @@ def column_looped_configs(rows: int = 0, lanes: int = 0) -> list[dict]:
 
 
 PERSISTENT_BYTES_PER_THREAD = 128   # a persistent program's share of its rows per thread
+# ... in elements, where its lane accesses are one or two elements wide: H200, kernel ms, 4 /
+# 8 / 16 warps (.device/hint46.py): bf16 layer norm 3001x5001 0.038 / 0.026 / 0.026, 4001x3001
+# 0.020 / 0.019 / 0.023; fp32 3001x5001 0.053 / 0.037 / 0.034, 4001x3001 0.036 / 0.028 / 0.028
+PERSISTENT_NARROW_ELEMENTS_PER_THREAD = 16
 
 
 @functools.lru_cache(maxsize=None)
-def _persistent_tiles(rblock: int, elem_bytes: int = 4) -> list[dict]:
+def _persistent_tiles(rblock: int, elem_bytes: int = 4, narrow: bool = False) -> list[dict]:
     """Rows per program and warps for a persistent row program with `rblock` lanes of
     `elem_bytes`: about 2048 elements per program, in warps that give each thread
     PERSISTENT_BYTES_PER_THREAD of them (4 to 16 warps), first (longer rows: one a
     program, at most 16384 elements a program, or one row); then the other warp counts
-    and the neighbours."""
+    and the neighbours. `narrow`: its lane accesses are narrower than 16 bytes (rows of an
+    odd length), PERSISTENT_NARROW_ELEMENTS_PER_THREAD then."""
     x = max(1, min(64, 2048 // rblock))
     if rblock > 16384:
         # 32768 fp32 or 65536 16-bit lanes (persistent_rows): 16, 32 or 8 warps, never fewer
@@ -248,6 +255,8 @@ def _persistent_tiles(rblock: int, elem_bytes: int = 4) -> list[dict]:
     # 0.022 / 0.026; fp32 layer norm 3001x5001 0.050 / 0.050 / 0.053, softmax 2048x8191
     # 0.054 / 0.050 / 0.050, 4001x3001 0.035 / 0.035 / 0.036
     threads = rblock * x * max(elem_bytes, 1) // PERSISTENT_BYTES_PER_THREAD
+    if narrow:
+        threads = rblock * x // PERSISTENT_NARROW_ELEMENTS_PER_THREAD
     warps_default = min(16, max(4, threads // 32))
     # (other counts where a thread keeps 8 to 64 elements of the rows)
     cands = [(x, warps_default)] + [(x, w) for w in (4, 8, 16) if 8 <= rblock * x // (32 * w) <= 64] \

@@ -1388,7 +1388,8 @@ class _KernelCodegen(_Emitter):
         widest = self._loaded_bytes(p, widest=True)
         L.append(f"    {cond} persistent_rows(_lanes, {widest}, {', '.join(tensors)}):")
         L.append("        _rb = 1 << (_lanes - 1).bit_length()")
-        configs = f"[{fixed!r}]" if fixed else f"persistent_configs(_rb, _rows, {widest})"
+        align = "" if p.lane_align is None else f", lane_align={p.lane_align}"
+        configs = f"[{fixed!r}]" if fixed else f"persistent_configs(_rb, _rows, {widest}{align})"
         L.append(f"        run_tuned({p.name}, (_rows, _lanes), lambda c: ((_rows + c['XBLOCK'] - 1) // c['XBLOCK'],), "
                  f"({', '.join(info['call_args'])},), {configs}, _autotune, RBLOCK=_rb, {index64})")
         L.append("    else:")
