@@ -388,6 +388,44 @@ def test_persistent_rows_of_odd_length_state_their_lanes_alignment(tmp_path, dty
             assert "lane_align=" in programs
 
 
+@pytest.mark.parametrize("groups,shape,dtype", [
+    (4, (3, 16, 9, 7), torch.float32), (8, (2, 64, 16, 16), torch.bfloat16), (1, (2, 6, 5, 5), torch.float32),
+    (2, (4, 8, 33), torch.float32), (3, (5, 12), torch.float32), (6, (2, 6, 3, 4), torch.float32)],
+    ids=["4d", "4d_bf16", "one_group", "3d", "2d", "group_per_channel"])
+def test_group_norm_statistics_computed_once_a_group(tmp_path, groups, shape, dtype):
+    """A group norm's statistics are computed once a group into temporaries, then read per
+    element (triton_emit._rows_reread_reductions), where (N, C) rows would each read their
+    whole group; one group a channel, one group in all (rows N, like a layer norm) and [N, C]
+    (lamina-sink-reshapes: rows (N, G)) stay one row program. Against fp64, with a SiLU after
+    it, nan in one group (that group nan, the others not), a channels-last input, and large
+    magnitudes beside small ones."""
+    norm = torch.nn.GroupNorm(groups, shape[1]).to(DEVICE)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(shape[1]))
+        norm.bias.copy_(torch.randn(shape[1]))
+    norm = norm.to(dtype)
+
+    def f(x):
+        return torch.nn.functional.silu(norm(x))
+
+    x = (torch.randn(*shape, device=DEVICE) * 3 + 1e3).to(dtype)
+    x[0, 0] = float("nan")
+    x[-1, -1] = x[-1, -1] * 1e-3
+    inputs = [x] + ([x.to(memory_format=torch.channels_last)] if len(shape) == 4 else [])
+    before = len(lamina.backend.reports())
+    compiled = torch.compile(f, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})
+    ref = torch.nn.GroupNorm(groups, shape[1]).double().to(DEVICE)
+    ref.load_state_dict({k: v.double() for k, v in norm.state_dict().items()})
+    with torch.no_grad():
+        for xi in inputs:
+            want = torch.nn.functional.silu(ref(xi.double()))
+            tol = 5e-2 if dtype == torch.bfloat16 else 1e-4
+            torch.testing.assert_close(compiled(xi).double(), want, rtol=tol, atol=tol, equal_nan=True)
+    _assert_cuda_records(before)
+    programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+    one_row_a_group = groups in (1, shape[1]) or len(shape) == 2
+    assert ("t0 = torch.empty(" in programs) != one_row_a_group, programs[-3000:]
+
 def test_persistent_configs_of_narrow_lane_accesses():
     """Rows whose lane accesses are one or two elements wide start from fewer elements a
     thread (launch.PERSISTENT_NARROW_ELEMENTS_PER_THREAD): more warps a row; accesses of 16

@@ -62,6 +62,10 @@ class _Program:
         self.stores_lanes = False   # a looped program that stores per lane (re-reads its row)
         self.loaded: set[str] = set()   # the tensors it loads from (launch.persistent_rows)
         self.lane_align: int | None = None   # lanes' alignment stated to Triton (_lane_alignment)
+        # (source index of a reshape, source sizes) -> the offset of the reshape's own index
+        # (_Eval.p_fold: a contiguous tensor's offset survives a reshape)
+        self.reshaped: dict[tuple, str] = {}
+        self.data_indices: set[str] = set()   # index names split from data (never folded)
 
     # -- emission ---------------------------------------------------------------------------
     def fresh(self, prefix: str = "v") -> str:
@@ -203,6 +207,14 @@ class _Eval:
         return off
 
     def p_fold(self, idx, sizes):
+        """The offset of `idx` in a contiguous tensor of `sizes` as a counter it was split
+        from: the program's own (flat or row) counter, or the offset of the index a reshape
+        read it through (the source of a reshape of a contiguous tensor has the reshape's
+        offset: group norm's [N, C, H, W] -> [N, G, C/G * H * W] and back reads x at the
+        program's counter, not through six divisions that hid the contiguity from Triton)."""
+        folded = self.p.reshaped.get((tuple(idx), tuple(sizes)))
+        if folded is not None:
+            return folded
         info = self.p.decomp
         if info is None:
             return None
@@ -210,6 +222,29 @@ class _Eval:
         if list(idx) == dims and [s for s in sizes] == dsizes:
             return linear
         return None
+
+    def note_reshape(self, src_idx: list[str], src_sizes: list[str], idx: list[str], sizes: list[str]) -> None:
+        """Record that `src_idx` (in `src_sizes`) is a reshape's split of `idx` (in `sizes`):
+        not for an index computed from data, which may be out of range in a lane that runs
+        (its split wraps it back into the tensor; its offset would not)."""
+        names = {t for x in idx for t in re.findall(r"[A-Za-z_]\w*", x)}
+        if any(re.fullmatch(r"(?:v|acc)\w*", t) for t in names) or names & self.p.data_indices:
+            self.p.data_indices.update(x for x in src_idx if re.fullmatch(r"[A-Za-z_]\w*", x))
+            return
+        if not all(_is_int(s) for s in list(sizes) + list(src_sizes)):
+            return   # (a dim of size 1 at run time may be read at any index: the split drops it)
+        # (a dim of size 1 is read at index 0, whatever index a broadcast passes it)
+        idx = ["0" if int(n) == 1 else x for x, n in zip(idx, sizes)]
+        key = (tuple(src_idx), tuple(str(s) for s in src_sizes))
+        if key in self.p.reshaped:
+            return
+        lin = self.p_linear(idx, [str(s) for s in sizes])
+        if self.p.depends_on_lanes(lin) and not any(self.p.depends_on_lanes(x) for x in idx):
+            # (a group without lanes folds its rows to `xrow + r` under `r < 1`: not here)
+            lin = "0"
+            for x, n in zip(idx, _strides([int(s) for s in sizes])):
+                lin = _add(lin, _mul(x, str(n)))
+        self.p.reshaped[key] = lin
 
     def mask_for(self, expr: str, extra: str | None) -> str | None:
         parts = []
@@ -678,6 +713,7 @@ class _ProgramBuilder:
                 parts = self._split(idx[gi], [cg.size(srcv, j) for j in g])
                 for j, part in zip(g, parts):
                     src[j] = part
+            _Eval(cg, p).note_reshape(src, cg.shape(srcv), idx, cg.shape(v))
             return self.value(srcv, src, cond)
         if name == "tensor.expand_shape":
             groups = [[ir.IntegerAttr(j).value for j in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
@@ -700,6 +736,7 @@ class _ProgramBuilder:
                 # rows, the lanes and the program's values off its names, which a let hides)
                 lin = p.let(lin, prefix="i")
             src = self._split(lin, cg.shape(srcv), _index_terms(idx, cg.shape(v)))
+            _Eval(cg, p).note_reshape(src, cg.shape(srcv), idx, cg.shape(v))
             return self.value(srcv, src, cond)
         if name == "tensor.extract_slice":
             srcv = op.operands[0]
@@ -1605,6 +1642,15 @@ def _loads_and_stores(lines: list[str]) -> tuple[list[str], list[str], list[str]
             middle.append(line)
         defined.add(name)
     return loads, middle, stores
+
+
+def _strides(sizes: list[int]) -> list[int]:
+    """Row-major strides of static `sizes`."""
+    out, stride = [], 1
+    for n in reversed(sizes):
+        out.append(stride)
+        stride *= n
+    return out[::-1]
 
 
 def _lane_alignment(lane_sizes: list[str]) -> int | None:
