@@ -288,6 +288,21 @@ def _register() -> None:
 _register()
 
 
+def _size_ratio(num: list[str], den: list[str]) -> float | None:
+    """A lower bound of prod(num) / prod(den) for size expressions: symbolic factors on both
+    sides cancel (the same name), one left in `num` counts as 1 (a size of 0 leaves no rows
+    to run); None where one is left in `den`, or a static side is zero."""
+    num, den = [x for x in num if x != "1"], [x for x in den if x != "1"]
+    for x in list(num):
+        if not x.isdigit() and x in den:
+            num.remove(x)
+            den.remove(x)
+    if not all(x.isdigit() for x in den):
+        return None
+    n, d = math.prod(int(x) for x in num if x.isdigit()), math.prod(int(x) for x in den)
+    return n / d if n and d else None
+
+
 def _reshape_deps(src: ir.ShapedType, dst: ir.ShapedType) -> list | None:
     """For a row-major reshape of static shapes: for each source dim, the result dims its
     index depends on (None when a size is dynamic or zero). Source dim i (stride S, size a)
@@ -1167,22 +1182,18 @@ class _KernelCodegen(_Emitter):
 
     def _rows_reread_reductions(self, items, shape, rows) -> bool:
         """Whether the group's rows would compute a reduction's result ROWS_PER_RESULT or more
-        times each (static sizes): its rows outnumber that reduction's results, each row then
-        reading the whole reduction. Group norm's [N, C, H, W] reads its statistics per
-        group, [N, G], through a reshape: rows (N, C) each read C/G channels, and every
-        channel was read C/G times (H200, GroupNorm(32, 256) on 16x256x64x64 fp32: 0.120 ms
-        in one program, Inductor's two kernels 0.051). None of a row's own reductions (a
-        layer norm's, a softmax's: one result a row) count."""
-        row_dims = row_dims_of(rows)
-        if not all(x.isdigit() for x in shape):
-            return False
-        nrows = math.prod(int(shape[d]) for d in row_dims)
+        times each: its rows outnumber that reduction's results, each row then reading the
+        whole reduction. Group norm's [N, C, H, W] reads its statistics per group, [N, G],
+        through a reshape: rows (N, C) each read C/G channels, and every channel was read C/G
+        times (H200, GroupNorm(32, 256) on 16x256x64x64 fp32: 0.120 ms in one program,
+        Inductor's two kernels 0.051); over a symbolic batch every dim is a row (the reshape
+        is not followed), each element reading its whole group. Symbolic sizes count where
+        they cancel (N rows of N results) or as 1 (_size_ratio). None of a row's own
+        reductions (a layer norm's, a softmax's: one result a row) count."""
+        row_sizes = [shape[d] for d in row_dims_of(rows)]
         for op in self._reductions_of([v for v, *_ in items]):
-            t = ir.ShapedType(op.results[0].type)
-            if not t.has_static_shape:
-                continue
-            results = math.prod(t.get_dim_size(d) for d in range(t.rank))
-            if 0 < results and nrows >= ROWS_PER_RESULT * results:
+            ratio = _size_ratio(row_sizes, self.shape(op.results[0]))
+            if ratio is not None and ratio >= ROWS_PER_RESULT:
                 return True
         return False
 
@@ -1415,7 +1426,9 @@ class _KernelCodegen(_Emitter):
             L.append(f"        {s2.name}[(_rows,)]({', '.join(info2['call_args'])}, XBLOCK=1, "
                      f"RBLOCK=1 << (_split - 1).bit_length(), {index64}, num_warps=4)")
             cond = "elif"
-        tensors = [a for a in info["call_args"] if re.fullmatch(r"a\d+", a)]
+        # (the kernel's tensors among its arguments: a symbolic size is an `a<i>` too)
+        tensors = [a for a in info["call_args"] if re.fullmatch(r"a\d+", a)
+                   and isinstance(self.k.args[int(a[1:])].type, ir.MemRefType)]
         widest = self._loaded_bytes(p, widest=True)
         L.append(f"    {cond} persistent_rows(_lanes, {widest}, {', '.join(tensors)}):")
         L.append("        _rb = 1 << (_lanes - 1).bit_length()")
