@@ -289,10 +289,17 @@ _register()
 
 
 def _size_ratio(num: list[str], den: list[str]) -> float | None:
-    """A lower bound of prod(num) / prod(den) for size expressions: symbolic factors on both
-    sides cancel (the same name), one left in `num` counts as 1 (a size of 0 leaves no rows
+    """A lower bound of prod(num) / prod(den) for size expressions (products taken apart
+    into their factors): symbolic factors on both sides cancel (the same name), one left in
+    `num` counts as 1 (a size of 0 leaves no rows
     to run); None where one is left in `den`, or a static side is zero."""
-    num, den = [x for x in num if x != "1"], [x for x in den if x != "1"]
+    def factors(sizes):   # (a product of names and numbers, "(a3 * 64)", by its factors)
+        out = []
+        for x in sizes:
+            out += re.findall(r"\w+", x) if re.fullmatch(r"[\w\s*()]+", x) else [x]
+        return [x for x in out if x != "1"]
+
+    num, den = factors(num), factors(den)
     for x in list(num):
         if not x.isdigit() and x in den:
             num.remove(x)
