@@ -291,8 +291,8 @@ _register()
 def _size_ratio(num: list[str], den: list[str]) -> float | None:
     """A lower bound of prod(num) / prod(den) for size expressions (products taken apart
     into their factors): symbolic factors on both sides cancel (the same name), one left in
-    `num` counts as 1 (a size of 0 leaves no rows
-    to run); None where one is left in `den`, or a static side is zero."""
+    `num` counts as 1 (a size of 0 leaves no rows to run); None where one is left in `den`,
+    or a static side is zero."""
     def factors(sizes):   # (a product of names and numbers, "(a3 * 64)", by its factors)
         out = []
         for x in sizes:
