@@ -431,6 +431,26 @@ def test_group_norm_statistics_computed_once_a_group(tmp_path, groups, shape, dt
     computed_first = (1 < groups < shape[1] and len(shape) > 2) or (dynamic and groups != shape[1])
     assert ("t0 = torch.empty(" in programs) == computed_first, programs[-3000:]
 
+def test_instance_norm_over_symbolic_sizes_computes_its_statistics_first(tmp_path):
+    """Over symbolic H, W an instance norm's rows are every dim (its [1, N*C, H, W] reshape
+    is not followed), and each element would compute its (n, c) statistics: with a symbol
+    left among the rows the statistics go first into temporaries (triton_emit._size_ratio).
+    Two shapes (a recompile for H != W), against fp64, large magnitudes."""
+    norm = torch.nn.InstanceNorm2d(6, affine=True).to(DEVICE)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(6))
+        norm.bias.copy_(torch.randn(6))
+    ref = torch.nn.InstanceNorm2d(6, affine=True).double().to(DEVICE)
+    ref.load_state_dict({k: v.double() for k, v in norm.state_dict().items()})
+    compiled = torch.compile(norm, backend="lamina", dynamic=True,
+                             options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})
+    with torch.no_grad():
+        for shape in ((2, 6, 8, 8), (3, 6, 5, 7)):
+            x = torch.randn(*shape, device=DEVICE) * 5 + 100
+            torch.testing.assert_close(compiled(x).double(), ref(x.double()), rtol=1e-4, atol=1e-4)
+    programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
+    assert "t0 = torch.empty(" in programs and "_flat(" in programs
+
 def test_persistent_configs_of_narrow_lane_accesses():
     """Rows whose lane accesses are one or two elements wide start from fewer elements a
     thread (launch.PERSISTENT_NARROW_ELEMENTS_PER_THREAD): more warps a row; accesses of 16

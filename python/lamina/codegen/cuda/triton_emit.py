@@ -289,10 +289,10 @@ _register()
 
 
 def _size_ratio(num: list[str], den: list[str]) -> float | None:
-    """A lower bound of prod(num) / prod(den) for size expressions (products taken apart
-    into their factors): symbolic factors on both sides cancel (the same name), one left in
-    `num` counts as 1 (a size of 0 leaves no rows to run); None where one is left in `den`,
-    or a static side is zero."""
+    """prod(num) / prod(den) for size expressions (products taken apart into their
+    factors), where it decides between computing statistics first or per row: symbolic
+    factors on both sides cancel (the same name), one left in `num` makes it inf; None where
+    one is left in `den`, or a static side is zero."""
     def factors(sizes):   # (a product of names and numbers, "(a3 * 64)", by its factors)
         out = []
         for x in sizes:
@@ -307,7 +307,12 @@ def _size_ratio(num: list[str], den: list[str]) -> float | None:
     if not all(x.isdigit() for x in den):
         return None
     n, d = math.prod(int(x) for x in num if x.isdigit()), math.prod(int(x) for x in den)
-    return n / d if n and d else None
+    if not (n and d):
+        return None
+    # (a symbol left over is a count of rows a result is read by, known only at run time:
+    # an instance norm's H * W over symbolic sizes; computing the statistics first costs a
+    # launch where it is 1, rereading them costs its factor where it is large)
+    return math.inf if any(not x.isdigit() for x in num) else n / d
 
 
 def _reshape_deps(src: ir.ShapedType, dst: ir.ShapedType) -> list | None:
@@ -1195,8 +1200,9 @@ class _KernelCodegen(_Emitter):
         times (H200, GroupNorm(32, 256) on 16x256x64x64 fp32: 0.120 ms in one program,
         Inductor's two kernels 0.051); over a symbolic batch every dim is a row (the reshape
         is not followed), each element reading its whole group. Symbolic sizes count where
-        they cancel (N rows of N results) or as 1 (_size_ratio). None of a row's own
-        reductions (a layer norm's, a softmax's: one result a row) count."""
+        they cancel (N rows of N results); one left among the rows counts as many
+        (_size_ratio). None of a row's own reductions (a layer norm's, a softmax's: one
+        result a row) count."""
         row_sizes = [shape[d] for d in row_dims_of(rows)]
         for op in self._reductions_of([v for v, *_ in items]):
             ratio = _size_ratio(row_sizes, self.shape(op.results[0]))
