@@ -397,9 +397,9 @@ def test_group_norm_statistics_computed_once_a_group(tmp_path, groups, shape, dt
     """A group norm's statistics are computed once a group into temporaries, then read per
     element (triton_emit._rows_reread_reductions), where (N, C) rows would each read their
     whole group; one group a channel, one group in all (rows N, like a layer norm) and [N, C]
-    (lamina-sink-reshapes: rows (N, G)) stay one row program over static sizes. Against fp64, with a SiLU after
-    it, nan in one group (that group nan, the others not), a channels-last input, and large
-    magnitudes beside small ones. Over symbolic sizes too (every dim a row there, each
+    (lamina-sink-reshapes: rows (N, G)) stay one row program over static sizes. Against
+    fp64, with a SiLU after it, nan in one group (that group nan, the others not), a
+    channels-last input, and large magnitudes beside small ones. Over symbolic sizes too (every dim a row there, each
     element read its whole group; and the launcher took a size for a tensor: a fallback)."""
     norm = torch.nn.GroupNorm(groups, shape[1]).to(DEVICE)
     with torch.no_grad():
@@ -431,6 +431,7 @@ def test_group_norm_statistics_computed_once_a_group(tmp_path, groups, shape, dt
     computed_first = (1 < groups < shape[1] and len(shape) > 2) or (dynamic and groups != shape[1])
     assert ("t0 = torch.empty(" in programs) == computed_first, programs[-3000:]
 
+
 def test_instance_norm_over_symbolic_sizes_computes_its_statistics_first(tmp_path):
     """Over symbolic H, W an instance norm's rows are every dim (its [1, N*C, H, W] reshape
     is not followed), and each element would compute its (n, c) statistics: with a symbol
@@ -451,6 +452,7 @@ def test_instance_norm_over_symbolic_sizes_computes_its_statistics_first(tmp_pat
     programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
     assert "t0 = torch.empty(" in programs and "_flat(" in programs
 
+
 def test_persistent_configs_of_narrow_lane_accesses():
     """Rows whose lane accesses are one or two elements wide start from fewer elements a
     thread (launch.PERSISTENT_NARROW_ELEMENTS_PER_THREAD): more warps a row; accesses of 16
@@ -462,6 +464,7 @@ def test_persistent_configs_of_narrow_lane_accesses():
         assert narrow[0]["num_warps"] > wide[0]["num_warps"] and narrow[0]["XBLOCK"] == wide[0]["XBLOCK"]
         assert sorted(map(str, narrow)) == sorted(map(str, wide))
         assert persistent_configs(rblock, None, elem, lane_align=16 // elem) == wide
+
 
 def test_mean_and_variance_of_few_long_rows_split_in_one_pass(tmp_path):
     """Few long rows (a layer norm of 65536 lanes, batch norm's statistic per channel) split
