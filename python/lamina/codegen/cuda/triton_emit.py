@@ -1139,19 +1139,13 @@ class _KernelCodegen(_Emitter):
                 if len(self.materialized) > before:
                     return self._group(name, shape, self._row_dims(items[0][0]), items)
                 columns = False
-        if rows is not None and not columns and self._few_long_rows(items, shape, rows):
-            # few rows of many lanes (batch norm's statistics per channel, then every
-            # element): the reductions first, each split across programs, then the
-            # elements as a flat program reading them
-            for v, *_ in items:
-                self._materialize_reductions(v)
-            rows = self._row_dims(items[0][0])
-            if rows is None:
-                variants = ["flat"]
-        if rows is not None and not columns and self._rows_reread_reductions(items, shape, rows):
-            # a statistic several rows read (group norm over [N, C, H, W]: rows (N, C), each
-            # reading its whole group of C/G channels for the group's mean and variance):
-            # the statistics first, each computed once, then the elements reading them
+        if rows is not None and not columns and (self._few_long_rows(items, shape, rows)
+                                                 or self._rows_reread_reductions(items, shape, rows)):
+            # the reductions first, each computed once (split across programs where the rows
+            # are few and long), then the elements as a flat program reading them: few rows
+            # of many lanes (batch norm's statistics per channel, then every element), or a
+            # statistic several rows read (group norm over [N, C, H, W]: rows (N, C), each
+            # reading its whole group of C/G channels for the group's mean and variance)
             for v, *_ in items:
                 self._materialize_reductions(v)
             rows = self._row_dims(items[0][0])

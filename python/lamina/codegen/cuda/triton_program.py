@@ -197,14 +197,7 @@ class _Eval:
         """Offset of `idx` in a contiguous tensor of `sizes`; the program's own flat or row
         decomposition folds back to its linear counter (contiguous, vectorizable accesses)."""
         folded = self.p_fold(idx, sizes)
-        if folded is not None:
-            return folded
-        off = "0"
-        stride = "1"
-        for d in reversed(range(len(idx))):
-            off = _add(off, _mul(idx[d], stride))
-            stride = _mul(stride, sizes[d])
-        return off
+        return folded if folded is not None else _row_major_offset(idx, sizes)
 
     def p_fold(self, idx, sizes):
         """The offset of `idx` in a contiguous tensor of `sizes` as a counter it was split
@@ -241,9 +234,7 @@ class _Eval:
         lin = self.p_linear(idx, [str(s) for s in sizes])
         if self.p.depends_on_lanes(lin) and not any(self.p.depends_on_lanes(x) for x in idx):
             # (a group without lanes folds its rows to `xrow + r` under `r < 1`: not here)
-            lin = "0"
-            for x, n in zip(idx, _strides([int(s) for s in sizes])):
-                lin = _add(lin, _mul(x, str(n)))
+            lin = _row_major_offset(idx, [str(s) for s in sizes])
         self.p.reshaped[key] = lin
 
     def mask_for(self, expr: str, extra: str | None) -> str | None:
@@ -1644,13 +1635,13 @@ def _loads_and_stores(lines: list[str]) -> tuple[list[str], list[str], list[str]
     return loads, middle, stores
 
 
-def _strides(sizes: list[int]) -> list[int]:
-    """Row-major strides of static `sizes`."""
-    out, stride = [], 1
-    for n in reversed(sizes):
-        out.append(stride)
-        stride *= n
-    return out[::-1]
+def _row_major_offset(idx: list[str], sizes: list[str]) -> str:
+    """Offset of `idx` in a contiguous (row-major) tensor of `sizes`, as an expression."""
+    off, stride = "0", "1"
+    for d in reversed(range(len(idx))):
+        off = _add(off, _mul(idx[d], stride))
+        stride = _mul(stride, sizes[d])
+    return off
 
 
 def _lane_alignment(lane_sizes: list[str]) -> int | None:
