@@ -71,7 +71,10 @@ func.func @nhwc_mean_few_programs(%x: tensor<1x128x64x64xf32>) -> tensor<1x64x1x
 // CHECK-LABEL: def {{.*}}g0_split1(
 // CHECK: xs = xpid % _split
 // CHECK: xlast = ((xpid // _split) % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
-// CHECK: for roff in range(xs * _chunk, xs * _chunk + _chunk, RBLOCK):
+// (whole steps unmasked, then the rest: column programs' steps are not unrolled)
+// CHECK: [[END:rwhole[0-9]+]] = (xs * _chunk) + tl.maximum(tl.minimum(xs * _chunk + _chunk, 8192) - (xs * _chunk), 0) // RBLOCK * RBLOCK
+// CHECK-NEXT: for roff in range(xs * _chunk, [[END]], RBLOCK):
+// CHECK: for roff in range([[END]], xs * _chunk + _chunk, RBLOCK):
 // CHECK: tl.store(_part + (xrow * _split + xs)
 // CHECK-LABEL: def launch(
 // CHECK: _split, _chunk, _srb, _swarps = column_split((1) * ((64 + 31) // 32), _lanes)
@@ -103,6 +106,7 @@ func.func @nhwc_instance_norm_few_programs(%x: tensor<2x128x64x32xf32>) -> tenso
 // CHECK: tl.load(a0 + (xi{{[0-9]+}} + (xi{{[0-9]+}} * 262144)), mask=xmask, other=0)
 // CHECK: [[N:xi[0-9]+]] = (xlast // 32)
 // CHECK-NEXT: [[C:xi[0-9]+]] = (xlast % 32)
+// CHECK-NEXT: rwhole{{[0-9]+}} =
 // CHECK-NEXT: for roff in range(
 // CHECK-NOT: xlast
 // CHECK: tl.load(a0 + ((([[C]] + (r_r{{[0-9]+}} * 32)) + (r_r{{[0-9]+}} * 2048)) + ([[N]] * 262144)), mask=

@@ -15,7 +15,8 @@ func.func @lsm(%x: tensor<8x70000xf32>) -> tensor<8x70000xf32> attributes {lamin
 // CHECK-LABEL: def t0_split1(
 // CHECK:         [[RM:omax[0-9]+]] = tl.full([XBLOCK, RBLOCK], float("-inf"), tl.float32)
 // CHECK:         [[RS:osum[0-9]+]] = tl.zeros([XBLOCK, RBLOCK], tl.float32)
-// CHECK:         for roff in range(xs * _chunk, xs * _chunk + _chunk, RBLOCK):
+// CHECK:         [[END:rwhole[0-9]+]] = (xs * _chunk) + tl.maximum(tl.minimum(xs * _chunk + _chunk, 70000) - (xs * _chunk), 0) // RBLOCK * RBLOCK
+// CHECK-NEXT:    for roff in tl.range(xs * _chunk, [[END]], RBLOCK, loop_unroll_factor=RUNROLL):
 // CHECK:           [[IN:v[0-9]+]] = xmask & {{rmask[0-9]+}}
 // CHECK:           [[X:v[0-9]+]] = tl.load(a0 + (r + (xrow * 70000))
 // CHECK:           [[GROWN:v[0-9]+]] = lh.maximum([[RM]], tl.where([[IN]], [[X]], float("-inf")))
@@ -24,6 +25,8 @@ func.func @lsm(%x: tensor<8x70000xf32>) -> tensor<8x70000xf32> attributes {lamin
 // CHECK:           [[E:v[0-9]+]] = tl.exp([[D]])
 // CHECK:           [[RS]] = [[RS]] * tl.exp([[RM]] - [[BASE]]) + tl.where([[IN]], [[E]], 0.0)
 // CHECK:           [[RM]] = [[GROWN]]
+// CHECK:         for roff in range([[END]], xs * _chunk + _chunk, RBLOCK):
+// CHECK:           [[RM]] = {{v[0-9]+}}
 // CHECK-NOT:     for roff
 // CHECK:         lh.online_softmax([[RM]], [[RS]], 1)
 // CHECK-COUNT-2: tl.store(_part + ((xrow * _split + xs) * 2 + {{[01]}})

@@ -466,6 +466,50 @@ def test_persistent_configs_of_narrow_lane_accesses():
         assert persistent_configs(rblock, None, elem, lane_align=16 // elem) == wide
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_lane_loops_run_whole_steps_unmasked_then_the_rest(tmp_path, dtype, dynamic):
+    """Looped and split row programs run the steps wholly inside a row unmasked (unrolled
+    RUNROLL times) and the rest, masked, in a second loop carrying the same accumulators
+    (triton_program._peel_lane_loops): sums, Welford pairs, online softmax pairs and the
+    per-lane stores of a row read again. Rows with a partial last step, rows of whole steps
+    only (the second loop empty), one row split into chunks whose last one ends past the
+    row; nan among the whole steps, a large element in the last step; against fp64."""
+    import torch.nn.functional as F
+
+    def f(x, w, b):
+        return (x.sum(-1), x.var(-1), torch.softmax(x, -1), F.layer_norm(x, x.shape[-1:], w, b),
+                torch.logsumexp(x, -1))
+
+    tol = 3e-2 if dtype == torch.bfloat16 else 2e-5
+    for rows, n in ((3, 40003), (2, 40960), (1, 40003)):
+        x = (torch.randn(rows, n, device=DEVICE) * 2 + 1).to(dtype)
+        x[-1, -2] = 60.0
+        if rows > 1:
+            x[0, 1000] = float("nan")
+        w, b = torch.randn(n, device=DEVICE, dtype=dtype), torch.randn(n, device=DEVICE, dtype=dtype)
+        dump = tmp_path / f"{rows}x{n}"
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend="lamina", dynamic=dynamic,
+                                 options={"strict": True, "target": "cuda", "dump_ir": str(dump)})
+        for g, want in zip(compiled(x, w, b), f(x.double(), w.double(), b.double())):
+            torch.testing.assert_close(g.double(), want, rtol=tol, atol=tol, equal_nan=True)
+        programs = "".join(p.read_text() for p in dump.glob("*.cuda.py"))
+        assert "= tl.full([1, RBLOCK], 1, tl.int1)" in programs and "loop_unroll_factor=RUNROLL" in programs
+        assert "RUNROLL=lane_loop_unroll(" in programs
+
+
+def test_lane_loop_unroll_keeps_accumulators_in_registers():
+    """Whole lane steps unroll where the accumulators a thread carries stay few (a sum, an
+    online softmax pair, fp32 Welford at 4 lanes a thread), not for bf16 Welford's 8 lanes x 4
+    accumulators (the registers would cost programs a SM) nor for one-element loads."""
+    from lamina.codegen.cuda.launch import LANE_LOOP_UNROLL, lane_loop_unroll
+
+    assert lane_loop_unroll(1024, 8, 1) == lane_loop_unroll(2048, 8, 2) == lane_loop_unroll(1024, 8, 4) == LANE_LOOP_UNROLL
+    assert lane_loop_unroll(2048, 8, 4) == 1
+    assert lane_loop_unroll(1024, 8, 1, vector_loads=False) == 1
+
+
 def test_mean_and_variance_of_few_long_rows_split_in_one_pass(tmp_path):
     """Few long rows (a layer norm of 65536 lanes, batch norm's statistic per channel) split
     each row across programs: the sum and the squared deviations are one split reduction,

@@ -46,7 +46,7 @@ from ...lowering.tiling import _is_contraction
 from ..conv_library import is_convolution
 from .triton_ir import (NestedReduction, Unsupported, _add, _compensation_of, row_dims_of, _affine_results, _body_names, _cast_generic, _dense_constants, _dim_pos,
                         _readers,  # noqa: F401 (re-exported)
-                        _dropped_dims, _elem, _expr_deps, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
+                        _dropped_dims, _elem, _expr_deps, _is_int, _Kernel, _kinds, _maps, _mul, _owner, _prod, _result_index,
                         _slice_src_sets)
 from . import aligned_blas
 from .launch import COLUMN_THIN_XBLOCK, flat_config, tiled_config   # (flat blocks and tiles: launch.py sizes them)
@@ -1429,7 +1429,7 @@ class _KernelCodegen(_Emitter):
             parts = "_rows * _split" + (f" * {width}" if width > 1 else "")
             L.append(f"        _part = torch.empty(({parts},), dtype={acc}, device=_device)")
             L.append(f"        {s1.name}[(_rows * _split,)]({', '.join(info1['call_args'])}, XBLOCK=1, RBLOCK=_srb, "
-                     f"{index64}, num_warps=_swarps)")
+                     f"{self._unroll_arg(s1, '_srb', '_swarps')}{index64}, num_warps=_swarps)")
             L.append(f"        {s2.name}[(_rows,)]({', '.join(info2['call_args'])}, XBLOCK=1, "
                      f"RBLOCK=1 << (_split - 1).bit_length(), {index64}, num_warps=4)")
             cond = "elif"
@@ -1446,7 +1446,18 @@ class _KernelCodegen(_Emitter):
         L.append("    else:")
         L.append(f"        _lrb, _lwarps = looped_config({self._loaded_bytes(pl)}, {pl.stores_lanes})")
         L.append(f"        {pl.name}[(_rows,)]({', '.join(infol['call_args'])}, XBLOCK=1, RBLOCK=_lrb, "
-                 f"{index64}, num_warps=_lwarps)")
+                 f"{self._unroll_arg(pl, '_lrb', '_lwarps')}{index64}, num_warps=_lwarps)")
+
+    def _unroll_arg(self, p, rblock: str, warps: str) -> str:
+        """`RUNROLL=...` of a program whose whole lane steps unroll (_peel_lane_loops), else
+        nothing: launch.lane_loop_unroll picks it from the step, the warps and the
+        accumulators a lane; loads of rows not 16-byte aligned are one element each (none
+        run ahead)."""
+        if "RUNROLL" not in getattr(p, "block_params", []):
+            return ""
+        lanes = p.peeled_lanes
+        vector = not (_is_int(lanes) and int(lanes) * self._loaded_bytes(p) % 16)
+        return f"RUNROLL=lane_loop_unroll({rblock}, {warps}, {p.lane_accumulators}, {vector}), "
 
     def _loaded_bytes(self, p, widest: bool = False) -> int:
         """The narrowest element (bytes) of the kernel arguments program `p` reads or writes (a
@@ -1490,7 +1501,7 @@ class _KernelCodegen(_Emitter):
                "import torch", "import triton", "import triton.language as tl",
                "from lamina.codegen.cuda import triton_helpers as lh",
                "from lamina.codegen.cuda.aligned_blas import aligned_addmm, aligned_bmm, aligned_mm",
-               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, column_split, flat_config, looped_config, persistent_configs, persistent_rows, run_tuned, split_reduction, tiled_config",
+               "from lamina.codegen.cuda.launch import attention_configs, attention_operand, attention_quick_config, column_looped_configs, column_persistent_configs, column_split, flat_config, lane_loop_unroll, looped_config, persistent_configs, persistent_rows, run_tuned, split_reduction, tiled_config",
                "from lamina.codegen.library_calls import call_routine", "", ""]
         names = {}
         for p, info in self.programs:

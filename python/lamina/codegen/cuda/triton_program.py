@@ -336,6 +336,14 @@ def _paired_sin_cos(func) -> set:
     return seen["math.sin"] & seen["math.cos"]
 
 
+def _row_mask(nrows: str) -> str:
+    """xmask of a row program. Its launchers start (rows + XBLOCK - 1) // XBLOCK programs (a
+    split's stage 1: rows x _split), so with one row a program every row is in range: an
+    all-true mask, which Triton folds out of every load, select and store (a select a lane
+    otherwise, which long looped rows pay at every step)."""
+    return f"(xrow < {nrows}) if XBLOCK > 1 else tl.full([XBLOCK, 1], 1, tl.int1)"
+
+
 class _ProgramBuilder:
     """Fills one _Program: index decomposition, the stored values, the reductions."""
 
@@ -361,6 +369,9 @@ class _ProgramBuilder:
             self._rows()
             if p.variant == "looped" and not self.columns and not (_is_int(self.lanes) and int(self.lanes) % 16 == 0):
                 _align_lane_loops(p, self.lanes, self._pid())
+        if p.variant in ("looped", "split1") and PEEL_LANE_LOOPS:
+            # (column programs step 8-32 rows at a time: their loads are many a step already)
+            _peel_lane_loops(p, unrolled=not self.columns, narrow=self.cg._loaded_bytes(p) < 4)
         call_args = []
         for t in p.tensor_params:
             call_args.append(t)
@@ -486,7 +497,7 @@ class _ProgramBuilder:
         else:
             nrows = p.sizes_in_kernel(_prod(row_sizes))
             p.emit(f"xrow = {self._pid()} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-            p.emit(f"xmask = xrow < {nrows}")
+            p.emit(f"xmask = {_row_mask(nrows)}")
             xidx = self._decompose("xrow", row_sizes, "x")
         self.xidx = xidx
         L = p.sizes_in_kernel(_prod(lane_sizes)) if lane_sizes else "1"
@@ -571,7 +582,7 @@ class _ProgramBuilder:
                 + self._decompose("xlast", res_shape[col:], "xc")
         else:
             p.emit(f"xrow = xpid // {split} + tl.zeros([XBLOCK, 1], tl.int32)")
-            p.emit(f"xmask = xrow < {nrows}")
+            p.emit(f"xmask = {_row_mask(nrows)}")
             idx = self._decompose("xrow", res_shape, "x")
         p.lane_window = (f"xs * {chunk}", f"xs * {chunk} + {chunk}")
         red = self._reduction(op, 0, idx, _op_name_of(op.location))
@@ -1607,6 +1618,94 @@ def _align_lane_loops(p: _Program, L: str, pid: str) -> None:
                   f"{pad}rs = xrows % 16   # the row's start past a 16-element boundary",
                   f"{pad}xrowa = tl.multiple_of(xrows - rs, 16)"]
     p.root.lines = out
+
+
+# Lane loops run their whole steps unmasked and their last, partial step in a loop of its own
+# (_peel_lane_loops). False: one masked loop (for A/B timing).
+PEEL_LANE_LOOPS = True
+
+
+def _split_range(args: str) -> tuple[str, str] | None:
+    """(lo, hi) of `lo, hi, RBLOCK` (the arguments of a lane loop's range), split at the
+    top-level commas."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(args):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(args[start:i].strip())
+            start = i + 1
+    parts.append(args[start:].strip())
+    return (parts[0], parts[1]) if len(parts) == 3 and parts[2] == "RBLOCK" else None
+
+
+def _peel_lane_loops(p: _Program, unrolled: bool, narrow: bool) -> None:
+    """Each lane loop over [lo, hi) whose lanes are masked by `r < L` alone becomes two loops:
+    the steps wholly below min(hi, L) under an all-true lane mask (Triton folds it away: no
+    select a lane), then the rest, masked as before (none, one partial step, or a split
+    chunk's steps past the row's end). The loops keep their variables, so accumulators run
+    on from the first into the second; a Welford loop's step count, (roff - lo) // RBLOCK,
+    too. With `unrolled`, the whole steps unroll RUNROLL times (a constexpr the launcher
+    picks: launch.lane_loop_unroll), so that several steps' loads are in flight at once:
+    Triton pipelines no loop without a dot by itself. Only loops that start `r = roff +
+    tl.arange(...)`: _align_lane_loops' loops (which walk 16-element groups) stay as they
+    are. `narrow`: the program's narrowest tensor has 16-bit elements (or less). Sets
+    p.lane_accumulators (the [XBLOCK, RBLOCK] accumulators the loops carry) and
+    p.peeled_lanes (the row length their masks name)."""
+    head = re.compile(r"^(\s*)for roff in range\((.*)\):$")
+    lines, out, i, peeled = p.root.lines, [], 0, None   # (peeled: the last peeled loop's L)
+    stores = False
+    while i < len(lines):
+        m = head.match(lines[i])
+        bounds = _split_range(m.group(2)) if m else None
+        if bounds is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        ind, (lo, hi) = m.group(1), bounds
+        inner = ind + "    "
+        k = i + 1
+        while k < len(lines) and lines[k].startswith(inner):
+            k += 1
+        body = lines[i + 1:k]
+        masks = [n for n, b in enumerate(body) if re.match(re.escape(inner) + r"rmask\w* = r < ", b)]
+        L = body[masks[0]][len(inner):].split(" = r < ", 1)[1] if len(masks) == 1 else None
+        if not body or body[0] != inner + "r = roff + tl.arange(0, RBLOCK)[None, :]" or L is None \
+                or (_is_int(L) and int(L) < 16):
+            out.extend(lines[i:k])
+            i = k
+            continue
+        stores |= any("tl.store(" in b for b in body)
+        name = body[masks[0]][len(inner):].split(" = ", 1)[0]
+        whole = list(body)
+        whole[masks[0]] = f"{inner}{name} = tl.full([1, RBLOCK], 1, tl.int1)"
+        if lo == "0" and hi == L:
+            end = f"({L}) // RBLOCK * RBLOCK"
+        else:
+            end = f"({lo}) + tl.maximum(tl.minimum({hi}, {L}) - ({lo}), 0) // RBLOCK * RBLOCK"
+        rwhole = p.fresh("rwhole")
+        out.append(f"{ind}{rwhole} = {end}   # the end of the steps wholly inside the row")
+        steps = f"tl.range({lo}, {rwhole}, RBLOCK, loop_unroll_factor=RUNROLL)" if unrolled \
+            else f"range({lo}, {rwhole}, RBLOCK)"
+        out.append(f"{ind}for roff in {steps}:")
+        peeled = L
+        out.extend(whole)
+        out.append(f"{ind}for roff in range({rwhole}, {hi}, RBLOCK):")
+        out.extend(body)
+        i = k
+    if stores and narrow:
+        # A row of 16-bit elements read again to store per lane keeps its row mask: ptxas
+        # then issues the second pass's loads ahead of its stores; all-true, it interleaves
+        # them (H200 kernel ms, .device/peel47.py: bf16 layer norm 1024x65536 0.093 -> 0.106,
+        # RMS norm 1024x32768 0.034 -> 0.036). fp32 rows go the other way (0.237 -> 0.188).
+        out = [re.sub(r"^(\s*xmask = )\((.*)\) if XBLOCK > 1 else .*$", r"\1\2", line) for line in out]
+    p.root.lines = out
+    if peeled is not None and unrolled:
+        p.block_params = [*getattr(p, "block_params", []), "RUNROLL"]
+        p.lane_accumulators = sum(1 for line in lines if re.search(r"= tl\.(full|zeros)\(\[XBLOCK, RBLOCK\]", line))
+        p.peeled_lanes = peeled
 
 
 def _loads_and_stores(lines: list[str]) -> tuple[list[str], list[str], list[str]]:
