@@ -337,10 +337,12 @@ def _paired_sin_cos(func) -> set:
 
 
 def _row_mask(nrows: str) -> str:
-    """xmask of a row program. Its launchers start (rows + XBLOCK - 1) // XBLOCK programs (a
-    split's stage 1: rows x _split), so with one row a program every row is in range: an
-    all-true mask, which Triton folds out of every load, select and store (a select a lane
-    otherwise, which long looped rows pay at every step)."""
+    """xmask of a looped row program or a split's stage 1. Their launchers start one program
+    a row (stage 1: rows x _split), so with one row a program (XBLOCK 1) every row is in
+    range: an all-true mask, which Triton folds out of every load, select and store (a
+    select a lane otherwise, which long rows pay at every step). Persistent programs keep
+    the real bound: all-true, bf16 rows of 65536 lanes were slower (H200, layer norm
+    1024x65536 0.093 -> 0.106 ms), fp32 ones the same."""
     return f"(xrow < {nrows}) if XBLOCK > 1 else tl.full([XBLOCK, 1], 1, tl.int1)"
 
 
@@ -371,7 +373,7 @@ class _ProgramBuilder:
                 _align_lane_loops(p, self.lanes, self._pid())
         if p.variant in ("looped", "split1") and PEEL_LANE_LOOPS:
             # (column programs step 8-32 rows at a time: their loads are many a step already)
-            _peel_lane_loops(p, unrolled=not self.columns, narrow=self.cg._loaded_bytes(p) < 4)
+            _peel_lane_loops(p, unrolled=not self.columns)
         call_args = []
         for t in p.tensor_params:
             call_args.append(t)
@@ -497,7 +499,7 @@ class _ProgramBuilder:
         else:
             nrows = p.sizes_in_kernel(_prod(row_sizes))
             p.emit(f"xrow = {self._pid()} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-            p.emit(f"xmask = {_row_mask(nrows)}")
+            p.emit(f"xmask = {_row_mask(nrows) if p.variant == 'looped' else f'xrow < {nrows}'}")
             xidx = self._decompose("xrow", row_sizes, "x")
         self.xidx = xidx
         L = p.sizes_in_kernel(_prod(lane_sizes)) if lane_sizes else "1"
@@ -1641,7 +1643,7 @@ def _split_range(args: str) -> tuple[str, str] | None:
     return (parts[0], parts[1]) if len(parts) == 3 and parts[2] == "RBLOCK" else None
 
 
-def _peel_lane_loops(p: _Program, unrolled: bool, narrow: bool) -> None:
+def _peel_lane_loops(p: _Program, unrolled: bool) -> None:
     """Each lane loop over [lo, hi) whose lanes are masked by `r < L` alone becomes two loops:
     the steps wholly below min(hi, L) under an all-true lane mask (Triton folds it away: no
     select a lane), then the rest, masked as before (none, one partial step, or a split
@@ -1651,12 +1653,10 @@ def _peel_lane_loops(p: _Program, unrolled: bool, narrow: bool) -> None:
     picks: launch.lane_loop_unroll), so that several steps' loads are in flight at once:
     Triton pipelines no loop without a dot by itself. Only loops that start `r = roff +
     tl.arange(...)`: _align_lane_loops' loops (which walk 16-element groups) stay as they
-    are. `narrow`: the program's narrowest tensor has 16-bit elements (or less). Sets
-    p.lane_accumulators (the [XBLOCK, RBLOCK] accumulators the loops carry) and
+    are. Sets p.lane_accumulators (the [XBLOCK, RBLOCK] accumulators the loops carry) and
     p.peeled_lanes (the row length their masks name)."""
     head = re.compile(r"^(\s*)for roff in range\((.*)\):$")
     lines, out, i, peeled = p.root.lines, [], 0, None   # (peeled: the last peeled loop's L)
-    stores = False
     while i < len(lines):
         m = head.match(lines[i])
         bounds = _split_range(m.group(2)) if m else None
@@ -1677,7 +1677,6 @@ def _peel_lane_loops(p: _Program, unrolled: bool, narrow: bool) -> None:
             out.extend(lines[i:k])
             i = k
             continue
-        stores |= any("tl.store(" in b for b in body)
         name = body[masks[0]][len(inner):].split(" = ", 1)[0]
         whole = list(body)
         whole[masks[0]] = f"{inner}{name} = tl.full([1, RBLOCK], 1, tl.int1)"
@@ -1695,12 +1694,6 @@ def _peel_lane_loops(p: _Program, unrolled: bool, narrow: bool) -> None:
         out.append(f"{ind}for roff in range({rwhole}, {hi}, RBLOCK):")
         out.extend(body)
         i = k
-    if stores and narrow:
-        # A row of 16-bit elements read again to store per lane keeps its row mask: ptxas
-        # then issues the second pass's loads ahead of its stores; all-true, it interleaves
-        # them (H200 kernel ms, .device/peel47.py: bf16 layer norm 1024x65536 0.093 -> 0.106,
-        # RMS norm 1024x32768 0.034 -> 0.036). fp32 rows go the other way (0.237 -> 0.188).
-        out = [re.sub(r"^(\s*xmask = )\((.*)\) if XBLOCK > 1 else .*$", r"\1\2", line) for line in out]
     p.root.lines = out
     if peeled is not None and unrolled:
         p.block_params = [*getattr(p, "block_params", []), "RUNROLL"]
