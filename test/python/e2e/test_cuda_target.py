@@ -337,23 +337,27 @@ def test_softmax_of_long_rows_in_one_pass(tmp_path):
         torch._dynamo.reset()
 
 
-def test_unaligned_long_rows_loop_from_16_element_boundaries(tmp_path):
+@pytest.mark.parametrize("offset", [1, 0], ids=["storage_offset", "aligned_base"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_unaligned_long_rows_loop_from_16_element_boundaries(tmp_path, offset, dynamic):
     """Looped rows of a length that is not a multiple of 16 start their loops at the
-    16-element boundary before the row (each row at another offset: 33001 * row % 16), and
-    only the steps at a row's ends mask lanes: the values at both ends of every row, a -inf
-    first element, a nan last one, an input at a storage offset, and a layer norm's loop
-    (Welford's, which counts its steps: left as it was) beside it."""
+    16-element boundary before the row (each row at another offset: 33001 * row % 16, 0 for
+    the first row), and only the steps at a row's ends mask lanes: the values at both ends
+    of every row, a -inf first element, a nan last one, an input at a storage offset or
+    not, static and symbolic sizes, and a layer norm's loop (Welford's, which counts its
+    steps: peeled, not aligned) beside it."""
     import torch.nn.functional as F
 
     def f(x):
         return torch.log_softmax(x, -1), F.layer_norm(x, x.shape[-1:]), x.amax(-1)
 
     n = 33001
-    base = torch.randn(3 * n + 1, device=DEVICE) * 4
-    x = base[1:].view(3, n).to(torch.bfloat16)
+    base = torch.randn(3 * n + offset, device=DEVICE) * 4
+    x = base[offset:].view(3, n).to(torch.bfloat16)
     x[0, 0], x[1, -1], x[2, :3], x[2, -3:] = float("-inf"), float("nan"), 30.0, -30.0
-    got = torch.compile(f, backend="lamina", options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})(x)
-    for g, want in zip(got, f(x.double())):
+    compiled = torch.compile(f, backend="lamina", dynamic=dynamic,
+                             options={"strict": True, "target": "cuda", "dump_ir": str(tmp_path)})
+    for g, want in zip(compiled(x), f(x.double())):
         torch.testing.assert_close(g.double(), want, rtol=2e-2, atol=2e-2, equal_nan=True)
     programs = "".join(p.read_text() for p in tmp_path.glob("*.cuda.py"))
     assert "xrowa = tl.multiple_of(xrows - rs, 16)" in programs and "(xrowa + j)" in programs
@@ -502,12 +506,14 @@ def test_lane_loops_run_whole_steps_unmasked_then_the_rest(tmp_path, dtype, dyna
 def test_lane_loop_unroll_keeps_accumulators_in_registers():
     """Whole lane steps unroll where the accumulators a thread carries stay few (a sum, an
     online softmax pair, fp32 Welford at 4 lanes a thread), not for bf16 Welford's 8 lanes x 4
-    accumulators (the registers would cost programs a SM) nor for one-element loads."""
+    accumulators (the registers would cost programs a SM), one-element loads or programs of
+    32 warps."""
     from lamina.codegen.cuda.launch import LANE_LOOP_UNROLL, lane_loop_unroll
 
     assert lane_loop_unroll(1024, 8, 1) == lane_loop_unroll(2048, 8, 2) == lane_loop_unroll(1024, 8, 4) == LANE_LOOP_UNROLL
     assert lane_loop_unroll(2048, 8, 4) == 1
     assert lane_loop_unroll(1024, 8, 1, vector_loads=False) == 1
+    assert lane_loop_unroll(8192, 32, 1) == 1   # (a row read again: 64 registers a thread)
 
 
 def test_mean_and_variance_of_few_long_rows_split_in_one_pass(tmp_path):
