@@ -153,9 +153,9 @@ def lane_loop_unroll(rblock: int, warps: int, accumulators: int, vector_loads: b
     in a program of 32 warps (one that reads its row again: 64 registers a thread; unrolled,
     H200 fp32 softmax 1024x65536 0.193 -> 0.198 ms, its symbolic-size form 0.194 -> 0.188,
     layer norm 1024x65536 the same: nothing to pay the registers for)."""
-    per_thread = max(1, rblock // (32 * warps))
     if warps >= 32:
         return 1
+    per_thread = max(1, rblock // (32 * warps))
     if vector_loads and per_thread * max(accumulators, 1) <= LANE_LOOP_UNROLL_REGS:
         return LANE_LOOP_UNROLL
     return 1

@@ -36,6 +36,11 @@ class _Scope:
         return None
 
 
+# The first line of a lane loop's body (the step's lanes), which the emitters write and the
+# loop passes (_align_lane_loops, _peel_lane_loops) look for
+_LANE_COUNTER = "r = roff + tl.arange(0, RBLOCK)[None, :]"
+
+
 class _Program:
     """One @triton.jit function: a group of stored results with one row structure, in one
     variant ("flat", "persistent" or "looped")."""
@@ -62,6 +67,10 @@ class _Program:
         self.stores_lanes = False   # a looped program that stores per lane (re-reads its row)
         self.loaded: set[str] = set()   # the tensors it loads from (launch.persistent_rows)
         self.lane_align: int | None = None   # lanes' alignment stated to Triton (_lane_alignment)
+        # whole lane steps unrolled RUNROLL times (_peel_lane_loops): the accumulators their
+        # loops carry and the row length their masks name, what launch.lane_loop_unroll reads
+        self.lane_accumulators = 0
+        self.peeled_lanes: str | None = None
         # (source index of a reshape, source sizes) -> the offset of the reshape's own index
         # (_Eval.p_fold: a contiguous tensor's offset survives a reshape)
         self.reshaped: dict[tuple, str] = {}
@@ -535,7 +544,7 @@ class _ProgramBuilder:
             # First evaluate what needs no lanes (the row-level values) outside the loop.
             loop = _Scope(p.root, p.root.indent + 1)
             p.scope = loop
-            p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
+            p.emit(_LANE_COUNTER)
             p.current_rmask = self._rmask(L)
             ridx = self._decompose("r", lane_sizes, "r_o") if lane_sizes else []
             idx = place(ridx)
@@ -1203,7 +1212,7 @@ class _ProgramBuilder:
             acc = p.fresh("acc")
             p.emit(f"{acc} = tl.full([XBLOCK, RBLOCK], {neutral}, {_tl(acc_elem)})")
             p.scope = loop_scope
-            p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
+            p.emit(_LANE_COUNTER)
             p.current_rmask = self._rmask(L)
             ridx = self._decompose_vars(extents, "r_r")
             for d, r in zip(red_dims, ridx):
@@ -1377,7 +1386,7 @@ class _ProgramBuilder:
         p = self.p
         scope = _Scope(p.root, p.root.indent + 1)
         p.scope = scope
-        p.emit("r = roff + tl.arange(0, RBLOCK)[None, :]")
+        p.emit(_LANE_COUNTER)
         p.current_rmask = self._rmask(L)
         lanes = list(loop)
         for d, r in zip(red_dims, self._decompose_vars(extents, "r_r")):
@@ -1563,6 +1572,14 @@ def _welford_roles(func):
     return roles
 
 
+def _loop_end(lines: list[str], i: int, ind: str) -> int:
+    """The index past the body of the loop whose head, indented `ind`, is lines[i]."""
+    k = i + 1
+    while k < len(lines) and lines[k].startswith(ind + " "):
+        k += 1
+    return k
+
+
 def _align_lane_loops(p: _Program, L: str, pid: str) -> None:
     """A looped program's lane loops over rows whose length `L` may not be a multiple of 16
     (a row then starts anywhere within 16 elements, 50257-long rows of bf16 logits): each
@@ -1585,13 +1602,10 @@ def _align_lane_loops(p: _Program, L: str, pid: str) -> None:
             i += 1
             continue
         ind = m.group(1)
-        body = []
-        k = i + 1
-        while k < len(lines) and lines[k].startswith(ind + " "):
-            body.append(lines[k])
-            k += 1
+        k = _loop_end(lines, i, ind)
+        body = lines[i + 1:k]
         inner = ind + "    "
-        first = inner + "r = roff + tl.arange(0, RBLOCK)[None, :]"
+        first = inner + _LANE_COUNTER
         masks = [b for b in body if re.search(r"\br < ", b)]
         mask = re.fullmatch(re.escape(inner) + r"(rmask\w*) = r < " + re.escape(L), masks[0]) \
             if len(masks) == 1 else None
@@ -1666,13 +1680,11 @@ def _peel_lane_loops(p: _Program, unrolled: bool) -> None:
             continue
         ind, (lo, hi) = m.group(1), bounds
         inner = ind + "    "
-        k = i + 1
-        while k < len(lines) and lines[k].startswith(inner):
-            k += 1
+        k = _loop_end(lines, i, ind)
         body = lines[i + 1:k]
         masks = [n for n, b in enumerate(body) if re.match(re.escape(inner) + r"rmask\w* = r < ", b)]
         L = body[masks[0]][len(inner):].split(" = r < ", 1)[1] if len(masks) == 1 else None
-        if not body or body[0] != inner + "r = roff + tl.arange(0, RBLOCK)[None, :]" or L is None \
+        if not body or body[0] != inner + _LANE_COUNTER or L is None \
                 or (_is_int(L) and int(L) < 16):
             out.extend(lines[i:k])
             i = k
